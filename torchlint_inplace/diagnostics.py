@@ -1,0 +1,97 @@
+"""What a finding is: the one value that flows from the analysis to rules, reporters and the fixer.
+
+Everything here is immutable and plain data so that findings can be cached, sent between
+processes and compared in tests without dragging syntax trees along.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+class Applicability(str, Enum):
+    """ruff's model: safe fixes keep every value any other reader observes; unsafe ones may not."""
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+
+
+@dataclass(frozen=True, order=True)
+class Position:
+    line: int  # 1-based
+    column: int  # 0-based, in characters
+
+
+@dataclass(frozen=True, order=True)
+class Span:
+    start: Position
+    end: Position
+
+
+@dataclass(frozen=True)
+class Related:
+    """Another place that explains the finding: where the tensor was saved, or who else reads it."""
+
+    path: str
+    span: Span
+    message: str
+
+
+@dataclass(frozen=True)
+class Edit:
+    span: Span
+    content: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    description: str
+    edits: tuple[Edit, ...]
+    applicability: Applicability
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: str
+    code: str
+    name: str
+    message: str
+    severity: Severity
+    span: Span
+    consequence: str  # "raises at backward", "raises now (leaf)", "silently changes `h` read at line 12"
+    related: tuple[Related, ...] = ()
+    help: str = ""
+    fix: Fix | None = None
+    properties: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def line(self) -> int:
+        return self.span.start.line
+
+    def sort_key(self) -> tuple:
+        return (self.path, self.span.start.line, self.span.start.column, self.code)
+
+
+# A file that could not be analysed is reported as a finding under this code, so that every
+# reporter, exit code and summary treats it like any other problem; it cannot be deselected.
+NOT_CHECKED_CODE = "TIP000"
+NOT_CHECKED_NAME = "file-not-checked"
+
+
+def not_checked(path: str, message: str, line: int = 1, column: int = 0) -> Finding:
+    pos = Position(line, column)
+    return Finding(
+        path=path,
+        code=NOT_CHECKED_CODE,
+        name=NOT_CHECKED_NAME,
+        message=message,
+        severity=Severity.ERROR,
+        span=Span(pos, pos),
+        consequence="file not checked",
+    )

@@ -1,0 +1,31 @@
+"""The contract between the engine and a rule in the catalogue.
+
+A rule is a small class: its documentation (what it flags, why autograd breaks, a bad and a
+good example, what its fix does) and a `check` that turns the shared analysis' mutation events
+of one form into findings. The hard work lives in the analysis, so rules stay short.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, ClassVar
+
+from .diagnostics import Finding, Severity
+
+if TYPE_CHECKING:
+    from .analysis.model import FileAnalysis
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]  # one line: what it flags
+    why: ClassVar[str]  # why it breaks autograd or corrupts values
+    bad: ClassVar[str]  # example that is flagged
+    good: ClassVar[str]  # the same code, fixed
+    fix_doc: ClassVar[str]  # what the fix does and when it is safe
+    severity: ClassVar[Severity] = Severity.ERROR
+    default_enabled: ClassVar[bool] = True
+
+    def check(self, analysis: "FileAnalysis") -> Iterator[Finding]:
+        raise NotImplementedError
