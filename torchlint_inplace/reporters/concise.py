@@ -1,0 +1,16 @@
+"""One line per finding, for grep, editors' quickfix lists and quick scans of large runs."""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from .report import Report
+from .style import Palette
+from .text import header, summary
+
+
+def write(report: Report, stream: TextIO, color: bool) -> None:
+    palette = Palette(color)
+    for finding in report.findings:
+        stream.write(header(finding, report, palette) + "\n")
+    stream.write(summary(report, palette) + "\n")

@@ -1,0 +1,66 @@
+"""Machine-readable findings with a documented, versioned schema (docs/json-schema.json).
+
+Field names and 1-based columns follow ruff's json output, so tools that already consume
+ruff's json need little change. Bump SCHEMA_VERSION on any incompatible change.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TextIO
+
+from .. import __version__
+from ..diagnostics import Finding, Fix, Position, Span
+from .report import Report
+
+SCHEMA_VERSION = 1
+
+
+def _location(position: Position) -> dict:
+    return {"row": position.line, "column": position.column + 1}
+
+
+def _span(span: Span) -> dict:
+    return {"location": _location(span.start), "end_location": _location(span.end)}
+
+
+def _fix(fix: Fix) -> dict:
+    return {
+        "applicability": fix.applicability.value,
+        "message": fix.description,
+        "edits": [{"content": edit.content, **_span(edit.span)} for edit in fix.edits],
+    }
+
+
+def _finding(finding: Finding, report: Report) -> dict:
+    return {
+        "code": finding.code,
+        "name": finding.name,
+        "message": finding.message,
+        "severity": finding.severity.value,
+        "consequence": finding.consequence,
+        "filename": report.display_path(finding.path),
+        **_span(finding.span),
+        "related": [
+            {"filename": report.display_path(related.path), **_span(related.span), "message": related.message}
+            for related in finding.related
+        ],
+        "help": finding.help,
+        "fix": _fix(finding.fix) if finding.fix is not None else None,
+    }
+
+
+def document(report: Report) -> dict:
+    return {
+        "version": SCHEMA_VERSION,
+        "tool": "torchlint-inplace",
+        "tool_version": __version__,
+        "files_checked": report.files_checked,
+        "fixed": report.fixed,
+        "findings": [_finding(finding, report) for finding in report.findings],
+    }
+
+
+def write(report: Report, stream: TextIO, color: bool) -> None:
+    json.dump(document(report), stream, indent=2)
+    stream.write("\n")
