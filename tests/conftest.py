@@ -1,0 +1,53 @@
+"""Shared fixtures: the seed-2 `class A` example as files a fresh user would lint.
+
+The end-to-end tests (an installed wheel, a pre-commit hook) need one file the linter must
+flag and one it must pass; both come from here so they agree on what "hazardous" means.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+SEED_HAZARD = """\
+import torch
+from torch import nn
+
+class A(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.x = nn.Parameter(torch.tensor([1.0]))
+
+    def forward(self) -> torch.Tensor:
+        t = torch.tensor([2.0])
+        y = self.x * t
+        t[:] = 3.0
+        return y
+"""
+
+# The same module with the fix applied: `t` is rebound to a new tensor, nothing saved is mutated.
+SEED_CLEAN = SEED_HAZARD.replace("t[:] = 3.0", "t = torch.full_like(t, 3.0)")
+
+
+class SeedFiles(NamedTuple):
+    hazard: Path
+    clean: Path
+    mutation_line: int  # `t[:] = 3.0`, reported as TIP002
+    saving_line: int  # `y = self.x * t`, the `*` that saved `t` for backward
+
+
+@pytest.fixture
+def seed_files(tmp_path: Path) -> SeedFiles:
+    lines = SEED_HAZARD.splitlines()
+    hazard = tmp_path / "seed_hazard.py"
+    clean = tmp_path / "seed_clean.py"
+    hazard.write_text(SEED_HAZARD, encoding="utf-8")
+    clean.write_text(SEED_CLEAN, encoding="utf-8")
+    return SeedFiles(
+        hazard=hazard,
+        clean=clean,
+        mutation_line=lines.index("        t[:] = 3.0") + 1,
+        saving_line=lines.index("        y = self.x * t") + 1,
+    )
