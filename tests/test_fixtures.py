@@ -1,0 +1,232 @@
+"""Holds the analysis to the fixtures' ground truth, and the ground truth to torch.
+
+Each `fixtures/**/*.py` is a small PyTorch module file whose expected findings are written as
+`# expect: TIP002` comments on the reported line; every other line must stay silent. The labels
+are not beliefs: each file also defines drivers that run its classes on CPU —
+`raises_*` (forward + backward must hit autograd's in-place error), `safe_*` (must run clean) and
+`silent_*` (runs clean but returns `(observed, reference)` that differ because of the aliasing).
+Safe look-alike lines carry `# safe: <why>`. The runtime tests check every label, and that every
+hazard line is executed by a raises_/silent_ driver and every safe line by a safe_ driver, so a
+fixture cannot claim a behaviour nobody ran.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import io
+import re
+import sys
+import tokenize
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType, ModuleType
+
+import pytest
+
+from torchlint_inplace.runner import check_source
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURE_FILES = sorted(FIXTURES.rglob("*.py"))
+RULE_CODES = frozenset(f"TIP{n:03d}" for n in range(1, 10))
+RULE_FOLDERS = sorted(f"tip{n:03d}" for n in range(1, 10))
+DRIVER_KINDS = ("raises", "safe", "silent")
+
+EXPECT_COMMENT = re.compile(r"#\s*expect:\s*(?P<codes>[^#]*)")
+SAFE_COMMENT = re.compile(r"#\s*safe:")
+
+# What autograd says when an in-place write breaks it: the version-counter check at backward,
+# and the checks that refuse the write on the spot (leaf, view of a leaf, multi-output view,
+# view made under no_grad).
+INPLACE_ERRORS = re.compile(
+    "|".join(
+        (
+            r"modified by an inplace operation",
+            r"a leaf Variable that requires grad is being used in an in-place operation",
+            r"a view of a leaf Variable that requires grad is being used in an in-place operation",
+            r"is a view and is being modified inplace",
+            r"is a view of a view which was created in no_grad mode and is being modified inplace",
+        )
+    )
+)
+
+
+def _test_id(path: Path) -> str:
+    return path.relative_to(FIXTURES).as_posix()
+
+
+def _comment_lines(text: str, pattern: re.Pattern[str]) -> Iterator[tuple[int, re.Match[str]]]:
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type == tokenize.COMMENT and (match := pattern.search(token.string)):
+            yield token.start[0], match
+
+
+def expected_findings(text: str) -> Counter[tuple[int, str]]:
+    expected: Counter[tuple[int, str]] = Counter()
+    for line, match in _comment_lines(text, EXPECT_COMMENT):
+        for code in match["codes"].split(","):
+            expected[(line, code.strip())] += 1
+    return expected
+
+
+def safe_lines(text: str) -> set[int]:
+    return {line for line, _ in _comment_lines(text, SAFE_COMMENT)}
+
+
+def drivers(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and node.name.split("_", 1)[0] in DRIVER_KINDS
+    ]
+
+
+def _kind(driver: str) -> str:
+    return driver.split("_", 1)[0]
+
+
+# --- static: the analysis must report exactly what the fixtures say -------------------------
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=_test_id)
+def test_findings_match_inline_expectations(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    findings = check_source(str(path), text, select=None)
+    reported = Counter((f.line, f.code) for f in findings)
+    expected = expected_findings(text)
+    messages = {(f.line, f.code): f.message for f in findings}
+
+    missing = sorted((expected - reported).elements())
+    unexpected = sorted((reported - expected).elements())
+    problems = [f"missing   line {line} {code}" for line, code in missing]
+    problems += [f"unexpected line {line} {code}: {messages[(line, code)]}" for line, code in unexpected]
+    assert not problems, f"{_test_id(path)}:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=_test_id)
+def test_hazard_messages_name_a_reason(path: Path) -> None:
+    findings = check_source(str(path), path.read_text(encoding="utf-8"), select=None)
+    vague = [f"line {f.line} {f.code}: {f.message}" for f in findings if f.code in RULE_CODES and "line" not in f.message]
+    assert not vague, "findings that do not name the saving op's or other reader's line:\n" + "\n".join(vague)
+
+
+# --- meta: the fixtures themselves are well-formed ------------------------------------------
+
+
+@pytest.mark.parametrize("folder", RULE_FOLDERS)
+def test_rule_folder_has_hazard_and_safe_lookalike(folder: str) -> None:
+    files = sorted((FIXTURES / folder).rglob("*.py"))
+    texts = [path.read_text(encoding="utf-8") for path in files]
+    codes = {code for text in texts for _, code in expected_findings(text)}
+    assert folder.upper() in codes, f"fixtures/{folder} has no `# expect: {folder.upper()}` hazard"
+    assert any(safe_lines(text) for text in texts), f"fixtures/{folder} has no `# safe:` look-alike"
+    kinds = {_kind(name) for path in files for name in drivers(path)}
+    assert "safe" in kinds and kinds & {"raises", "silent"}, f"fixtures/{folder} lacks hazard or safe drivers"
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=_test_id)
+def test_expectations_use_known_codes(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    unknown = {code for _, code in expected_findings(text)} - RULE_CODES
+    assert not unknown, f"unknown codes in `# expect:` comments: {sorted(unknown)}"
+    overlap = {line for line, _ in expected_findings(text)} & safe_lines(text)
+    assert not overlap, f"lines marked both `# expect:` and `# safe:`: {sorted(overlap)}"
+    if expected_findings(text) or safe_lines(text):
+        assert drivers(path), "a fixture with labelled lines must define drivers that run them"
+
+
+# --- runtime: every label is what torch actually does --------------------------------------
+
+DRIVER_CASES = [(path, name) for path in FIXTURE_FILES for name in drivers(path)]
+
+
+def _package_root(path: Path) -> Path | None:
+    """The outermost folder above `path` that is a package, for fixtures using relative imports."""
+    root = None
+    folder = path.parent
+    while (folder / "__init__.py").exists():
+        root, folder = folder, folder.parent
+    return root
+
+
+def load_fixture(path: Path) -> ModuleType:
+    """Imports a fixture by path under a unique name, so same-named files never collide."""
+    prefix = "fixture_" + re.sub(r"\W", "_", path.parent.relative_to(FIXTURES).as_posix())
+    root = _package_root(path)
+    if root is None:
+        name = f"{prefix}_{path.stem}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return module
+    package = "fixture_pkg_" + re.sub(r"\W", "_", root.relative_to(FIXTURES).as_posix())
+    if package not in sys.modules:
+        spec = importlib.util.spec_from_file_location(package, root / "__init__.py", submodule_search_locations=[str(root)])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[package] = module
+        spec.loader.exec_module(module)
+    dotted = ".".join(path.relative_to(root).with_suffix("").parts)
+    return importlib.import_module(f"{package}.{dotted}".removesuffix(".__init__"))
+
+
+def run_driver(torch: ModuleType, driver: Callable[[], object], kind: str) -> None:
+    torch.manual_seed(0)
+    if kind == "raises":
+        with pytest.raises(RuntimeError, match=INPLACE_ERRORS):
+            driver()
+    elif kind == "safe":
+        driver()
+    else:
+        observed, reference = driver()
+        assert observed.shape == reference.shape
+        assert not torch.allclose(observed, reference), "the in-place write changed nothing"
+
+
+@pytest.mark.parametrize(
+    ("path", "driver"), DRIVER_CASES, ids=[f"{_test_id(path)}::{name}" for path, name in DRIVER_CASES]
+)
+def test_driver_behaves_as_labelled(path: Path, driver: str) -> None:
+    torch = pytest.importorskip("torch")
+    run_driver(torch, getattr(load_fixture(path), driver), _kind(driver))
+
+
+@contextmanager
+def lines_executed(path: Path) -> Iterator[set[int]]:
+    filename = str(path)
+    executed: set[int] = set()
+
+    def trace(frame: FrameType, event: str, arg: object):
+        if frame.f_code.co_filename != filename:
+            return None
+        if event == "line":
+            executed.add(frame.f_lineno)
+        return trace
+
+    previous = sys.gettrace()
+    sys.settrace(trace)
+    try:
+        yield executed
+    finally:
+        sys.settrace(previous)
+
+
+@pytest.mark.parametrize("path", [p for p in FIXTURE_FILES if drivers(p)], ids=_test_id)
+def test_labelled_lines_are_run_by_matching_drivers(path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    module = load_fixture(path)
+    covered: dict[str, set[int]] = {kind: set() for kind in DRIVER_KINDS}
+    for name in drivers(path):
+        with lines_executed(path) as executed:
+            run_driver(torch, getattr(module, name), _kind(name))
+        covered[_kind(name)] |= executed
+    text = path.read_text(encoding="utf-8")
+    hazards = {line for line, _ in expected_findings(text)}
+    unrun_hazards = sorted(hazards - covered["raises"] - covered["silent"])
+    unrun_safe = sorted(safe_lines(text) - covered["safe"])
+    assert not unrun_hazards, f"`# expect:` lines no raises_/silent_ driver executes: {unrun_hazards}"
+    assert not unrun_safe, f"`# safe:` lines no safe_ driver executes: {unrun_safe}"
