@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, ClassVar
 from .diagnostics import Finding, Severity
 
 if TYPE_CHECKING:
-    from .analysis.model import FileAnalysis
+    from .analysis.model import FileAnalysis, Form
 
 
 class Rule:
@@ -29,3 +29,25 @@ class Rule:
 
     def check(self, analysis: "FileAnalysis") -> Iterator[Finding]:
         raise NotImplementedError
+
+
+class FormRule(Rule):
+    """A rule that reports the shared analysis' certain mutation events of one form."""
+
+    form: ClassVar["Form"]
+
+    def check(self, analysis: "FileAnalysis") -> Iterator[Finding]:
+        for mutation in analysis.of_form(self.form):
+            if mutation.certain:
+                yield Finding(
+                    path=analysis.path,
+                    code=self.code,
+                    name=self.name,
+                    message=mutation.message,
+                    severity=self.severity,
+                    span=mutation.span,
+                    consequence=mutation.consequence,
+                    related=mutation.related,
+                    help=mutation.help,
+                    fix=mutation.fix,
+                )

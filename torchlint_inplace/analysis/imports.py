@@ -1,0 +1,73 @@
+"""Resolves local names to the dotted torch names they stand for.
+
+`import torch as th`, `from torch import nn`, `import torch.nn.functional as F` and
+`from torch import no_grad` all just rename things; the analysis reasons about
+`torch.nn.functional.relu`, never about whatever the file called it.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+# The many public spellings of one thing, folded to the one the tables use.
+_CANONICAL_PREFIXES = (
+    ("torch.nn.modules.", "torch.nn."),
+    ("torch.autograd.grad_mode.", "torch."),
+    ("torch.autograd.function.", "torch.autograd."),
+    ("torch.nn.parameter.", "torch.nn."),
+)
+
+
+def dotted(expr: cst.BaseExpression) -> str | None:
+    """`a.b.c` as a string, or None for anything that is not a plain attribute chain."""
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Attribute):
+        head = dotted(expr.value)
+        return None if head is None else f"{head}.{expr.attr.value}"
+    return None
+
+
+def _module_name(node: cst.BaseExpression) -> str:
+    return dotted(node) or ""
+
+
+class Imports:
+    def __init__(self) -> None:
+        self.aliases: dict[str, str] = {}
+
+    def add(self, node: cst.Import | cst.ImportFrom) -> None:
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                full = _module_name(alias.name)
+                if alias.asname is not None:
+                    self.aliases[alias.asname.name.value] = full
+                else:
+                    head = full.split(".")[0]
+                    self.aliases[head] = head
+            return
+        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+            return
+        base = _module_name(node.module)
+        for alias in node.names:
+            name = alias.name.value if isinstance(alias.name, cst.Name) else _module_name(alias.name)
+            local = alias.asname.name.value if alias.asname is not None else name
+            self.aliases[local] = f"{base}.{name}"
+
+    def qualname(self, expr: cst.BaseExpression) -> str | None:
+        """The canonical dotted name `expr` refers to, if it starts from an imported name."""
+        text = dotted(expr)
+        if text is None:
+            return None
+        head, _, rest = text.partition(".")
+        target = self.aliases.get(head)
+        if target is None:
+            return None
+        full = f"{target}.{rest}" if rest else target
+        for prefix, replacement in _CANONICAL_PREFIXES:
+            if full.startswith(prefix):
+                # torch.nn.modules.activation.ReLU -> torch.nn.ReLU
+                tail = full[len(prefix):]
+                full = replacement + (tail.rsplit(".", 1)[-1] if prefix == "torch.nn.modules." else tail)
+        return full
+

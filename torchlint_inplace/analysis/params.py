@@ -1,0 +1,67 @@
+"""Which parameters of a function hold tensors, and whether its body runs with grad enabled.
+
+Unknown objects are not assumed to be tensors: a `forward`'s arguments are (unless a default or
+an annotation says otherwise), and so is any parameter annotated `Tensor`; nothing else is.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .classes import ClassInfo
+from .imports import Imports, dotted
+
+_GRAD_OFF_DECORATORS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.inference_mode"})
+_INIT_NAMES = ("__init__", "reset_parameters", "_reset_parameters", "__setstate__")
+_NON_TENSOR_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "bytes", "list", "dict", "tuple", "set", "None"})
+
+
+def function_grad_enabled(func: cst.FunctionDef, cls: ClassInfo | None, imports: Imports) -> bool:
+    """False where in-place writes cannot break autograd: no_grad code, initialisation, custom Functions."""
+    name = func.name.value
+    if name in _INIT_NAMES or "init" in name.lower().replace("__init__", ""):
+        return False
+    if cls is not None and cls.is_autograd_function:
+        return False  # Function.forward runs under no_grad; its contract is TIP005's business
+    for decorator in func.decorators:
+        target = decorator.decorator
+        target = target.func if isinstance(target, cst.Call) else target
+        if imports.qualname(target) in _GRAD_OFF_DECORATORS:
+            return False
+    return True
+
+
+def tensor_parameters(func: cst.FunctionDef, cls: ClassInfo | None, imports: Imports) -> list[str]:
+    is_forward = cls is not None and func.name.value == "forward"
+    params = list(func.params.posonly_params) + list(func.params.params) + list(func.params.kwonly_params)
+    if cls is not None and params and not _is_static(func):
+        params = params[1:]  # self / cls / ctx
+    found = []
+    for param in params:
+        annotation = _annotation_kind(param, imports)
+        if annotation is True or (annotation is None and is_forward and not _non_tensor_default(param)):
+            found.append(param.name.value)
+    return found
+
+
+def _is_static(func: cst.FunctionDef) -> bool:
+    return any(dotted(decorator.decorator) == "staticmethod" for decorator in func.decorators) and func.name.value not in ("forward", "backward")
+
+
+def _annotation_kind(param: cst.Param, imports: Imports) -> bool | None:
+    """True: annotated as a tensor; False: annotated as something else; None: not annotated."""
+    if param.annotation is None:
+        return None
+    text = cst.Module([]).code_for_node(param.annotation.annotation)
+    if "Tensor" in text:
+        return True
+    return False if text else None
+
+
+def _non_tensor_default(param: cst.Param) -> bool:
+    default = param.default
+    if default is None:
+        return False
+    if isinstance(default, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString, cst.Tuple, cst.List, cst.Dict)):
+        return True
+    return isinstance(default, cst.Name) and default.value in ("None", "True", "False")
