@@ -409,6 +409,9 @@ class FunctionInterpreter:
             receiver = self.eval(func.value, state)
             if _is_tensor(receiver):
                 return self.call_method(receiver, func.attr.value, call, args, state)
+            if _is_self(func.value):
+                # A submodule or method of this class whose definition is not known here.
+                return self.new_tensor(args) if any(map(_is_tensor, args)) else NOT_TENSOR
             return NOT_TENSOR
         callee = self.eval(func, state)
         if isinstance(callee, ModuleRef):
@@ -529,12 +532,14 @@ class FunctionInterpreter:
         self.record_op(op, label, bound, target, node, state, texts)
 
     def write(self, form: Form, node: cst.CSTNode, target_expr: cst.CSTNode, target: Val, state: State, action: str) -> None:
-        if not self.grad_enabled or not target.is_tensor:
+        if not target.is_tensor:
             return
         written = self.ctx.code_of(target_expr)
         span = self.ctx.span_of(node)
         hazard: Hazard | None = None
-        if target.grad is Grad.LEAF:
+        # no_grad stops recording, not version counting: a write there to a tensor saved
+        # earlier still raises at backward; only leaves may be written freely.
+        if target.grad is Grad.LEAF and self.grad_enabled:
             hazard = leaf_hazard(self.ctx.path, target.origin)
         else:
             records = state.saves_of(target)

@@ -12,15 +12,15 @@ from .classes import ClassInfo
 from .imports import Imports, dotted
 
 _GRAD_OFF_DECORATORS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.inference_mode"})
-_INIT_NAMES = ("__init__", "reset_parameters", "_reset_parameters", "__setstate__")
 _NON_TENSOR_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "bytes", "list", "dict", "tuple", "set", "None"})
 
 
 def function_grad_enabled(func: cst.FunctionDef, cls: ClassInfo | None, imports: Imports) -> bool:
-    """False where in-place writes cannot break autograd: no_grad code, initialisation, custom Functions."""
-    name = func.name.value
-    if name in _INIT_NAMES or "init" in name.lower().replace("__init__", ""):
-        return False
+    """False where nothing is recorded for backward: no_grad code and custom Function bodies.
+
+    Initialisation code is not special: nothing it computes is saved, and an in-place write
+    to a Parameter outside no_grad raises there as anywhere else.
+    """
     if cls is not None and cls.is_autograd_function:
         return False  # Function.forward runs under no_grad; its contract is TIP005's business
     for decorator in func.decorators:
