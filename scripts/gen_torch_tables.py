@@ -1,0 +1,849 @@
+"""Derive the PyTorch facts the static analysis needs from the installed torch.
+
+The analysis must run without torch, yet it must know which ops save which tensors
+for backward, which calls mutate or alias their input, and so on. Hand-written
+tables rot with every PyTorch release, so this script derives them from torch's own
+metadata (torchgen's ``derivatives.yaml``, the aten operator schemas and tags, the
+type stubs, ``inspect`` signatures) and, where metadata is silent, from running ops
+and modules on small inputs. The result is committed as
+``torchlint_inplace/data/torch_ops.json``; ``tests/test_torch_tables.py`` checks that it
+still matches the installed torch.
+
+Usage::
+
+    python scripts/gen_torch_tables.py            # rewrite the JSON (needs torch)
+    python scripts/gen_torch_tables.py --check    # exit 1 with a diff summary if stale
+
+Keys of the JSON document
+-------------------------
+``torch_version``
+    ``torch.__version__`` without the local build suffix (``+cpu``).
+``regenerate``
+    The command that rewrites the file.
+``ops``
+    Python-visible op name -> ``{"params": [...], "saves": {...}}``. Names are
+    ``torch.<name>`` functions, ``Tensor.<name>`` methods and ``torch.nn.functional.<name>``
+    functions (one entry, overloads merged), plus ``linalg.<name>`` / ``special.<name>`` /
+    ``fft.<name>`` for the submodules. ``params`` lists the argument names: those of
+    the primary aten overload first (the one named ``""``/``Tensor``/``input``), in
+    positional order, then names that only other overloads have; for a Python-level
+    function without aten schema, its ``inspect`` signature. ``saves`` maps what is
+    saved for backward -- a parameter name, or ``"result"`` for any output of the op --
+    to the inputs whose gradient needs it: it is saved when ANY of them requires grad.
+    Only tensors that share storage with an argument or an output are recorded; the
+    intermediates an op allocates itself cannot be mutated by the user. Sources:
+    1. ``derivatives.yaml`` (via torchgen's ``load_derivatives``) for every op whose
+       Default-dispatch formula autograd really runs (not CompositeImplicitAutograd
+       ops, whose formulas only serve nested/mkldnn tensors): a saved input counts
+       when it is a Tensor / Tensor? / Tensor[] argument saved as itself (not
+       ``self.sym_sizes()``, ``self.scalar_type()``...). The condition mirrors torchgen's
+       ``guard_for``: the ``var_names`` of the one formula using it when the generated
+       code guards the save with ``should_compute_output``, else every differentiable
+       input (always so for saved outputs: ``pow`` saves its result even when only
+       ``self`` requires grad). Functional overloads merge by union; in-place
+       overloads are left out (autograd saves a clone of their ``self``).
+    2. A runtime probe for the other (CompositeImplicitAutograd) names -- ``matmul``,
+       ``softmax``, ``linear``, ``layer_norm``... : each candidate with an aten schema or a
+       Python definition in ``torch.nn.functional`` / ``torch.functional`` is called with
+       the first argument template of ``OP_TEMPLATES`` that works, once per tensor
+       argument with only that argument requiring grad, under
+       ``torch.autograd.graph.saved_tensors_hooks``; packed tensors are matched to
+       arguments/outputs by storage pointer. Ops whose output has no ``grad_fn``
+       (``argmax``, ``eq``...) are recorded with empty ``saves``.
+    The probe also runs on the names that have a formula (when it calls an overload
+    with the same parameter names); disagreements are printed to stderr, the formula
+    wins (the probe's templates cannot reach every argument, e.g. ``clamp``'s ``max``).
+``inplace_methods``
+    ``Tensor`` method ending in ``_`` that writes its own data -> out-of-place twin
+    (the name without ``_`` when that is a ``Tensor`` method) or ``null``. Candidates:
+    every public ``Tensor`` attribute ending in ``_`` whose aten schema marks the first
+    argument as written (``Tensor(a!) self``), plus Python-only ones without schema.
+    Excluded: methods tagged ``inplace_view`` (metadata only, see next key) and those
+    that, when probed, leave ``_version`` unchanged (``requires_grad_``,
+    ``share_memory_``: no data changes and autograd cannot notice).
+``inplace_view_methods``
+    aten ``inplace_view`` methods (``t_``, ``transpose_``, ``squeeze_``, ``unsqueeze_``,
+    ``as_strided_``, ``set_``, ``resize_``, ``detach_``...) -> whether calling one bumps the
+    version counter (``true``: a saved tensor then makes backward raise; ``false``:
+    harmless to autograd; ``null``: could not be probed). They change no values.
+``view_methods``
+    ``Tensor`` methods returning a view of ``self``: some overload's schema returns
+    ``Tensor(a)`` aliasing ``self`` without writing it, and a probe on a contiguous
+    tensor (when an argument template fits) returns a different tensor object that
+    shares ``self``'s storage. Methods that return ``self`` itself when nothing needs
+    converting are not views; they are listed in ``self_returning_methods``.
+``self_returning_methods``
+    Alias-annotated methods that returned the very same object in the probe
+    (``contiguous``, ``to``, ``float``, ``type_as``...): the result aliases the input only
+    when no copy was needed.
+``multi_view_methods``
+    ``Tensor`` methods returning ``Tensor(a)[]`` aliasing ``self`` (``split``, ``chunk``...).
+``unprobed_alias_methods``
+    Methods whose schema returns an alias of ``self`` but that no template could call
+    here (``cuda``, ``pin_memory``, sparse accessors such as ``indices``): a view or
+    ``self`` itself, depending on the input.
+``view_functions``
+    ``torch.<name>`` functions whose name is also a view/multi-view method above
+    (``torch.transpose(x, 0, 1)`` aliases ``x``).
+``view_attributes``
+    ``Tensor`` properties that return a tensor sharing storage with ``self``
+    (``T``, ``mT``, ``data``, ``real``...), probed on a small complex tensor.
+``inplace_functions``
+    ``torch.<name>`` / ``torch.nn.functional.<name>`` ending in ``_`` that bump the
+    version of their first argument when probed (or whose schema writes it) ->
+    out-of-place twin in the same module, or ``null``.
+``inplace_kwarg_functionals``
+    ``torch.nn.functional`` function with an ``inplace`` parameter -> its positional index.
+``inplace_modules``
+    ``torch.nn`` module class with an ``inplace`` ``__init__`` parameter -> its positional
+    index (``self`` excluded).
+``modules``
+    ``torch.nn`` module class -> ``{"saves": [...]}`` with ``"input"`` when the forward
+    input's storage is saved for backward and ``"result"`` when the output's is,
+    probed in training mode with default parameters (which require grad) and the
+    first constructor template of ``MODULE_CTOR_TEMPLATES`` and input shape of
+    ``MODULE_INPUT_SHAPES`` that work; modules taking several inputs (losses,
+    attention) get that many same-shaped tensors, and only the first is "input".
+``modules_not_probed``
+    Module classes that no template could construct and run.
+``out_functions``
+    ``torch.<name>`` functions accepting ``out=`` (an aten overload with an ``out``
+    argument, or ``out`` in the Python signature).
+``tensor_functions``
+    ``torch.<name>`` callables returning a single ``Tensor`` (any overload), from
+    ``torch/_C/_VariableFunctions.pyi`` for builtins and return annotations for
+    Python-level functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import inspect
+import itertools
+import io
+import json
+import os
+import sys
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+OUTPUT = REPO_ROOT / "torchlint_inplace" / "data" / "torch_ops.json"
+REGENERATE = "python scripts/gen_torch_tables.py"
+
+SUBMODULES = ("linalg", "special", "fft")
+
+
+
+@dataclass(frozen=True)
+class Operand:
+    """A float tensor slot of an argument template (requires grad when probed)."""
+
+    shape: tuple[int, ...]
+
+
+T = Operand((3, 4))
+W = Operand((5, 4))
+M = Operand((4, 5))
+S = Operand((4, 4))
+V = Operand((4,))
+B = Operand((2, 3, 4))
+BM = Operand((2, 4, 5))
+X = Operand((1, 2, 6, 6))
+K = Operand((3, 2, 3, 3))
+
+# Argument templates for the op probe: an Operand is a tensor, a list of Operands a
+# tensor list, anything else is passed as is. The first template an op accepts is used.
+OP_TEMPLATES: tuple[tuple[Any, ...], ...] = (
+    (T,),
+    (T, T),
+    (T, -1),
+    (T, M),
+    (B, BM),
+    (T, W),
+    (S, S),
+    (T, T, T),
+    ([T, T],),
+    ("ij,jk->ik", [T, M]),
+    (T, (4,)),
+    (T, V, V),
+    (X,),
+    (X, 2),
+    (X, K),
+    (T, 0, 1),
+    (T, 0.5, True),
+    (T, 2),
+)
+# Templates for probing in-place and view methods on a contiguous (3, 4) tensor.
+METHOD_TEMPLATES: tuple[tuple[Any, ...], ...] = (
+    (),
+    (-1,),
+    (0,),
+    (0, 1),
+    (1, 0, 2),
+    (T,),
+    ((4, 3),),
+    ((3, 4),),
+    (1, (2, 2)),
+    ((4, 3), (1, 4)),
+    (torch.float32,),
+    (lambda v: v,),
+    (T, lambda v, w: v),
+)
+MODULE_CTOR_TEMPLATES: tuple[tuple[int, ...], ...] = ((), (4,), (4, 4), (4, 4, 3))
+MODULE_INPUT_SHAPES: tuple[tuple[int, ...], ...] = (
+    (2, 4),
+    (2, 4, 6),
+    (2, 4, 6, 6),
+    (2, 4, 6, 6, 6),
+)
+# Losses, attention and bilinear layers take several same-shaped inputs.
+MODULE_INPUT_COUNTS = (1, 2, 3)
+
+
+# ---------------------------------------------------------------- shared helpers
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """Probes call hundreds of ops; their deprecation chatter is not our output."""
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        yield
+
+
+def public(name: str) -> bool:
+    return not name.startswith("_")
+
+
+def aten_schemas(name: str) -> list[torch.FunctionSchema]:
+    return list(torch._C._jit_get_schemas_for_operator(f"aten::{name}"))
+
+
+def op_tags(schema: torch.FunctionSchema) -> set[str]:
+    packet = getattr(torch.ops.aten, schema.name.split("::", 1)[1])
+    return {tag.name for tag in getattr(packet, schema.overload_name or "default").tags}
+
+
+def is_out_overload(schema: torch.FunctionSchema) -> bool:
+    return any(arg.is_out for arg in schema.arguments)
+
+
+def writes_first_arg(schema: torch.FunctionSchema) -> bool:
+    info = schema.arguments[0].alias_info if schema.arguments else None
+    return bool(info and info.is_write)
+
+
+def returns_alias_of_self(schema: torch.FunctionSchema) -> tuple[bool, bool]:
+    """(a Tensor return aliases self, a Tensor[] return aliases self), writes excluded.
+
+    ``view(Tensor(a) self) -> Tensor(a)`` shares the alias set; ``split(Tensor(a -> *) self)
+    -> Tensor(a)[]`` moves self into the wildcard set its list elements belong to.
+    """
+    first = schema.arguments[0] if schema.arguments else None
+    if first is None or first.name != "self" or first.alias_info is None or first.alias_info.is_write:
+        return False, False
+    mine = set(first.alias_info.before_set)
+    single = listed = False
+    for ret in schema.returns:
+        if isinstance(ret.type, torch.ListType):
+            listed |= "*" in first.alias_info.after_set
+        elif ret.alias_info is not None and not ret.alias_info.is_write:
+            single |= bool(mine & set(ret.alias_info.before_set))
+    return single, listed
+
+
+def takes_tensor(arg: torch.Argument) -> bool:
+    """Tensor, Tensor? or Tensor[]: TorchScript's scalar/list overloads of ``aten::`` have none."""
+    kind = arg.type
+    while isinstance(kind, (torch.OptionalType, torch.ListType)):
+        kind = kind.getElementType()
+    return isinstance(kind, torch.TensorType)
+
+
+def merged_params(schemas: list[torch.FunctionSchema]) -> list[str]:
+    """Argument names, primary overload first; see the module docstring."""
+    functional = [
+        s for s in schemas
+        if not is_out_overload(s) and not writes_first_arg(s) and any(takes_tensor(a) for a in s.arguments)
+    ]
+    ranked = sorted(
+        functional or schemas,
+        key=lambda s: (s.overload_name not in ("", "Tensor", "input"), schemas.index(s)),
+    )
+    names: list[str] = []
+    for schema in ranked:
+        names += [a.name for a in schema.arguments if not a.is_out and a.name not in names]
+    return names
+
+
+def python_names() -> dict[str, list[Callable[..., Any]]]:
+    """Every public torch / F / Tensor / submodule name -> the callables bearing it."""
+    found: dict[str, list[Callable[..., Any]]] = {}
+    for sub in SUBMODULES:
+        module = getattr(torch, sub)
+        for name in dir(module):
+            if public(name) and callable(getattr(module, name)):
+                found.setdefault(f"{sub}.{name}", []).append(getattr(module, name))
+    for owner in (torch, F, torch.Tensor):
+        for name in dir(owner):
+            value = getattr(owner, name, None)
+            if public(name) and callable(value) and not inspect.isclass(value):
+                found.setdefault(name, []).append(value)
+    return found
+
+
+def aten_name(python_name: str) -> str:
+    return python_name.replace(".", "_", 1)
+
+
+def make_tensor(operand: Operand, requires_grad: bool) -> torch.Tensor:
+    return (torch.rand(operand.shape) + 0.5).requires_grad_(requires_grad)
+
+
+def build_args(template: tuple[Any, ...], grad_slot: int | None) -> tuple[list[Any], list[torch.Tensor]]:
+    """Instantiate a template; tensor slot ``grad_slot`` (or all when None) requires grad."""
+    tensors: list[torch.Tensor] = []
+
+    def tensor(operand: Operand) -> torch.Tensor:
+        made = make_tensor(operand, grad_slot is None or grad_slot == len(tensors))
+        tensors.append(made)
+        return made
+
+    args = [
+        tensor(spec) if isinstance(spec, Operand)
+        else [tensor(k) for k in spec] if isinstance(spec, list)
+        else spec
+        for spec in template
+    ]
+    return args, tensors
+
+
+def slot_params(template: tuple[Any, ...], params: list[str]) -> list[str | None]:
+    """Parameter name of each tensor slot of a template (positional mapping)."""
+    names: list[str | None] = []
+    for position, spec in enumerate(template):
+        name = params[position] if position < len(params) else None
+        if isinstance(spec, Operand):
+            names.append(name)
+        elif isinstance(spec, list):
+            names += [name] * len(spec)
+    return names
+
+
+def tensors_in(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for item in value for t in tensors_in(item)]
+    return []
+
+
+def storage_of(tensor: torch.Tensor) -> int:
+    """Storage identity; -1 for layouts without one (sparse), which never match."""
+    if tensor.layout != torch.strided:
+        return -1
+    return tensor.untyped_storage().data_ptr()
+
+
+def run_saving(call: Callable[[], Any]) -> tuple[Any, list[int]]:
+    """Run ``call`` and return its result with the storages autograd packed for backward."""
+    packed: list[int] = []
+
+    def pack(tensor: torch.Tensor) -> torch.Tensor:
+        packed.append(storage_of(tensor))
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        result = call()
+    return result, packed
+
+
+# ---------------------------------------------------------------- ops: saves
+
+
+def derivative_infos() -> list[tuple[Any, Any]]:
+    """(NativeFunction, Default DifferentiabilityInfo) for each formula autograd really uses.
+
+    Formulas of CompositeImplicitAutograd ops (``matmul``, ``linear``...) only serve other
+    dispatch keys (nested, mkldnn); dense tensors decompose, so the probe decides those.
+    """
+    import torchgen
+    from torchgen.gen import parse_native_yaml
+    from torchgen.packaged.autograd.load_derivatives import load_derivatives
+
+    packaged = Path(torchgen.__file__).parent / "packaged"
+    native_yaml = str(packaged / "ATen" / "native" / "native_functions.yaml")
+    tags_yaml = str(packaged / "ATen" / "native" / "tags.yaml")
+    infos, _ = load_derivatives(str(packaged / "autograd" / "derivatives.yaml"), native_yaml, tags_yaml)
+    natives = {str(f.func): f for f in parse_native_yaml(native_yaml, tags_yaml).native_functions}
+    return [
+        (natives[str(schema)], per_key["Default"])
+        for schema, per_key in infos.items()
+        if "Default" in per_key and not natives[str(schema)].has_composite_implicit_autograd_kernel
+    ]
+
+
+def save_conditions(info: Any) -> dict[str, set[str]]:
+    """Saved tensor -> inputs whose requiring grad makes autograd save it.
+
+    Mirrors ``guard_for`` in torchgen's ``gen_variable_type.py``: a saved input is
+    guarded by ``should_compute_output`` of the single input whose formula uses it
+    only when that is unambiguous; otherwise, and for every saved output, it is saved
+    as soon as any differentiable input requires grad.
+    """
+    from torchgen.api.types import BaseCType, ListCType, OptionalCType, tensorListT, tensorT
+
+    tensor_types = (
+        BaseCType(tensorT),
+        OptionalCType(BaseCType(tensorT)),
+        BaseCType(tensorListT),
+        ListCType(OptionalCType(BaseCType(tensorT))),
+    )
+    differentiable = {arg.name for arg in info.args_with_derivatives}
+    arg_names = {arg.name for arg in info.func.func.arguments.flat_all}
+    has_tensor_list = any(arg.type.is_list_like() for arg in info.func.func.arguments.flat_all if arg.type.is_tensor_like())
+    unguarded = has_tensor_list or "backward" in info.name or len(differentiable) <= 1
+    conditions: dict[str, set[str]] = {}
+    for derivative in info.derivatives:
+        for saved in derivative.saved_inputs:
+            name = saved.nctype.name
+            if name not in arg_names or saved.expr != name or saved.nctype.type not in tensor_types:
+                continue
+            users = [d for d in info.derivatives if saved in d.saved_inputs]
+            guarded = (
+                not unguarded
+                and saved.nctype.type == BaseCType(tensorT)
+                and len(users) == 1
+                and len(users[0].var_names) == 1
+            )
+            conditions.setdefault(name, set()).update(derivative.var_names if guarded else differentiable)
+        if derivative.saved_outputs:
+            conditions.setdefault("result", set()).update(differentiable)
+    return conditions
+
+
+def yaml_saves() -> dict[str, dict[str, set[str]]]:
+    """Python-level name -> saved name -> inputs that trigger saving, overloads merged.
+
+    In-place overloads are left out: autograd saves a clone of their ``self`` and their
+    result is ``self``, which ``inplace_methods`` already tells the analysis.
+    """
+    saves: dict[str, dict[str, set[str]]] = {}
+    for native, info in derivative_infos():
+        if native.func.name.name.inplace:
+            continue
+        entry = saves.setdefault(str(native.func.name.name.base), {})
+        for saved, needing in save_conditions(info).items():
+            entry.setdefault(saved, set()).update(needing)
+    return saves
+
+
+def probe_op_saves(func: Callable[..., Any], params: list[str]) -> dict[str, set[str]] | None:
+    """Saved map of ``func`` from the first template it accepts; None if none fits."""
+    for template in OP_TEMPLATES:
+        names = slot_params(template, params)
+        try:
+            torch.manual_seed(0)
+            args, _ = build_args(template, None)
+            result = func(*args)
+        except Exception:
+            continue
+        outputs = tensors_in(result)
+        if not outputs or None in names:
+            continue
+        if not any(t.grad_fn is not None for t in outputs):
+            return {}
+        saves: dict[str, set[str]] = {}
+        for slot, needing in enumerate(names):
+            torch.manual_seed(0)
+            args, tensors = build_args(template, slot)
+            try:
+                result, packed = run_saving(lambda: func(*args))
+            except Exception:
+                continue
+            by_storage = {storage_of(t): "result" for t in tensors_in(result)}
+            by_storage.update({storage_of(t): name for t, name in zip(tensors, names)})
+            for ptr in packed:
+                if ptr in by_storage:
+                    saves.setdefault(by_storage[ptr], set()).add(needing)
+        return saves
+    return None
+
+
+def probe_params(name: str, func: Callable[..., Any]) -> list[str] | None:
+    """Names of ``func``'s arguments: its Python signature, else its aten schemas."""
+    schemas = aten_schemas(aten_name(name))
+    try:
+        parameters = inspect.signature(func).parameters.values() if inspect.isfunction(func) else []
+    except (TypeError, ValueError):
+        parameters = []
+    if parameters and not any(p.kind is p.VAR_POSITIONAL for p in parameters):
+        return [p.name for p in parameters if p.kind is not p.VAR_KEYWORD]
+    return merged_params(schemas) if schemas else None
+
+
+def derive_ops(log: Callable[[str], None]) -> dict[str, dict[str, Any]]:
+    formulas = yaml_saves()
+    ops: dict[str, dict[str, Any]] = {}
+    for name, funcs in sorted(python_names().items()):
+        if name.endswith("_"):
+            continue
+        probe = first_probe(name, funcs)
+        formula = formulas.get(aten_name(name))
+        if formula is not None:
+            params = merged_params(aten_schemas(aten_name(name)))
+            saves = {k: v for k, v in formula.items() if k in params or k == "result"}
+            probed = probe[1] if probe and probe[0] == params else None
+            if probed is not None and probed != saves:
+                log(f"probe differs from derivatives.yaml for {name}: yaml {sorted_saves(saves)} probe {sorted_saves(probed)}")
+        elif probe is not None:
+            params, saves = probe
+        else:
+            continue
+        ops[name] = {"params": params, "saves": sorted_saves(saves)}
+    return ops
+
+
+def first_probe(name: str, funcs: list[Callable[..., Any]]) -> tuple[list[str], dict[str, set[str]]] | None:
+    """(params, saves) from the first callable of ``name`` that an argument template fits.
+
+    Only aten operators and the Python functions of ``torch.nn.functional`` /
+    ``torch.functional`` are called: other callables may have side effects.
+    """
+    for func in funcs:
+        in_functional_module = getattr(func, "__module__", "") in ("torch.nn.functional", "torch.functional")
+        params = probe_params(name, func)
+        if params is None or not (in_functional_module or aten_schemas(aten_name(name))):
+            continue
+        saves = probe_op_saves(func, params)
+        if saves is not None:
+            return params, saves
+    return None
+
+
+def sorted_saves(saves: dict[str, set[str]]) -> dict[str, list[str]]:
+    return {key: sorted(needing) for key, needing in sorted(saves.items())}
+
+
+# ---------------------------------------------------------------- mutation and aliasing
+
+
+def probe_method(name: str) -> tuple[torch.Tensor, Any] | None:
+    """Call ``Tensor.<name>`` on a fresh contiguous tensor with the first template that works."""
+    for template in METHOD_TEMPLATES:
+        torch.manual_seed(0)
+        args, _ = build_args(template, -1)
+        receiver = make_tensor(T, False)
+        try:
+            return receiver, getattr(receiver, name)(*args)
+        except Exception:
+            continue
+    return None
+
+
+def derive_inplace_methods() -> tuple[dict[str, str | None], dict[str, bool | None]]:
+    writes: dict[str, str | None] = {}
+    metadata: dict[str, bool | None] = {}
+    for name in sorted(dir(torch.Tensor)):
+        if not public(name) or not name.endswith("_") or name.endswith("__"):
+            continue
+        schemas = aten_schemas(name)
+        if schemas and not any(writes_first_arg(s) for s in schemas):
+            continue
+        probe = probe_method(name)
+        bumped = None if probe is None else probe[0]._version > 0
+        if any("inplace_view" in op_tags(s) for s in schemas):
+            metadata[name] = bumped
+        elif bumped is not False:
+            twin = name[:-1]
+            writes[name] = twin if hasattr(torch.Tensor, twin) else None
+    return writes, metadata
+
+
+def derive_views() -> dict[str, list[str]]:
+    views: list[str] = []
+    multi: list[str] = []
+    self_returning: list[str] = []
+    unprobed: list[str] = []
+    for name in sorted(dir(torch.Tensor)):
+        if not public(name) or name.endswith("_") or not callable(getattr(torch.Tensor, name)):
+            continue
+        aliasing = [returns_alias_of_self(schema) for schema in aten_schemas(name)]
+        if any(listed for _, listed in aliasing):
+            multi.append(name)
+        elif any(single for single, _ in aliasing):
+            probe = probe_method(name)
+            if probe is None:
+                unprobed.append(name)
+            elif probe[1] is probe[0]:
+                self_returning.append(name)
+            elif isinstance(probe[1], torch.Tensor) and storage_of(probe[1]) == storage_of(probe[0]):
+                views.append(name)
+    functions = sorted(n for n in views + multi if callable(getattr(torch, n, None)))
+    return {
+        "view_methods": views,
+        "multi_view_methods": multi,
+        "self_returning_methods": self_returning,
+        "unprobed_alias_methods": unprobed,
+        "view_functions": functions,
+    }
+
+
+def derive_view_attributes() -> list[str]:
+    found = []
+    for name, attr in sorted(vars(torch._C.TensorBase).items()) + sorted(vars(torch.Tensor).items()):
+        if not public(name) or not inspect.isdatadescriptor(attr) or name in found:
+            continue
+        receiver = torch.randn(2, 3, dtype=torch.complex64)
+        try:
+            value = getattr(receiver, name)
+        except Exception:
+            continue
+        if isinstance(value, torch.Tensor) and value is not receiver and storage_of(value) == storage_of(receiver):
+            found.append(name)
+    return sorted(found)
+
+
+def bumps_first_arg(func: Callable[..., Any]) -> bool | None:
+    for template in OP_TEMPLATES:
+        torch.manual_seed(0)
+        args, tensors = build_args(template, -1)
+        try:
+            func(*args)
+        except Exception:
+            continue
+        return tensors[0]._version > 0
+    return None
+
+
+def derive_inplace_functions() -> dict[str, str | None]:
+    found: dict[str, str | None] = {}
+    for module in (torch, F):
+        for name in sorted(dir(module)):
+            func = getattr(module, name)
+            if not public(name) or not name.endswith("_") or not callable(func) or inspect.isclass(func):
+                continue
+            schemas = aten_schemas(name)
+            if any("inplace_view" in op_tags(s) for s in schemas):
+                continue
+            writes = bumps_first_arg(func)
+            if writes is None:
+                writes = any(writes_first_arg(s) for s in schemas)
+            if writes:
+                twin = name[:-1]
+                found[name] = found.get(name) or (twin if hasattr(module, twin) else None)
+    return dict(sorted(found.items()))
+
+
+def inplace_index(func: Callable[..., Any], skip_self: bool) -> int | None:
+    try:
+        params = list(inspect.signature(func).parameters)
+    except (TypeError, ValueError):
+        return None
+    if skip_self:
+        params = params[1:]
+    return params.index("inplace") if "inplace" in params else None
+
+
+def derive_inplace_kwargs() -> tuple[dict[str, int], dict[str, int]]:
+    functionals = {
+        name: index
+        for name in sorted(dir(F))
+        if public(name) and callable(getattr(F, name))
+        and (index := inplace_index(getattr(F, name), skip_self=False)) is not None
+    }
+    modules = {
+        name: index
+        for name, cls in module_classes()
+        if (index := inplace_index(cls.__init__, skip_self=True)) is not None
+    }
+    return functionals, modules
+
+
+# ---------------------------------------------------------------- modules
+
+
+def module_classes() -> list[tuple[str, type]]:
+    return [
+        (name, cls)
+        for name, cls in sorted(vars(torch.nn).items())
+        if public(name) and inspect.isclass(cls) and issubclass(cls, torch.nn.Module)
+    ]
+
+
+def probe_module(cls: type) -> list[str] | None:
+    for ctor in MODULE_CTOR_TEMPLATES:
+        try:
+            torch.manual_seed(0)
+            module = cls(*ctor)
+        except Exception:
+            continue
+        for shape, count in itertools.product(MODULE_INPUT_SHAPES, MODULE_INPUT_COUNTS):
+            torch.manual_seed(0)
+            data = (torch.rand(shape) + 0.5).requires_grad_(True)
+            others = [torch.rand(shape) + 0.5 for _ in range(count - 1)]
+            try:
+                result, packed = run_saving(lambda: module(data, *others))
+            except Exception:
+                continue
+            outputs = tensors_in(result)
+            if not outputs:
+                continue
+            saved = []
+            if storage_of(data) in packed:
+                saved.append("input")
+            if any(storage_of(t) in packed and storage_of(t) != storage_of(data) for t in outputs):
+                saved.append("result")
+            return saved
+    return None
+
+
+def derive_modules() -> tuple[dict[str, dict[str, list[str]]], list[str]]:
+    probed: dict[str, dict[str, list[str]]] = {}
+    not_probed: list[str] = []
+    for name, cls in module_classes():
+        saved = probe_module(cls)
+        if saved is None:
+            not_probed.append(name)
+        else:
+            probed[name] = {"saves": saved}
+    return probed, not_probed
+
+
+# ---------------------------------------------------------------- torch namespace
+
+
+def torch_functions() -> list[tuple[str, Callable[..., Any]]]:
+    return [
+        (name, value)
+        for name, value in sorted(vars(torch).items())
+        if public(name) and callable(value) and not inspect.isclass(value) and not inspect.ismodule(value)
+    ]
+
+
+def is_python_level(func: Callable[..., Any]) -> bool:
+    return inspect.isfunction(func)
+
+
+def derive_out_functions() -> list[str]:
+    found = []
+    for name, func in torch_functions():
+        if is_python_level(func):
+            try:
+                accepts = "out" in inspect.signature(func).parameters
+            except (TypeError, ValueError):
+                accepts = False
+        else:
+            accepts = any(is_out_overload(s) for s in aten_schemas(name))
+        if accepts:
+            found.append(name)
+    return found
+
+
+def stub_tensor_returns() -> set[str]:
+    stub = Path(torch.__file__).parent / "_C" / "_VariableFunctions.pyi"
+    tree = ast.parse(stub.read_text())
+    return {
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and node.returns is not None and ast.unparse(node.returns) == "Tensor"
+    }
+
+
+def derive_tensor_functions() -> list[str]:
+    from_stub = stub_tensor_returns()
+    found = []
+    for name, func in torch_functions():
+        if is_python_level(func):
+            try:
+                annotation = inspect.signature(func).return_annotation
+            except (TypeError, ValueError):
+                continue
+            returns_tensor = annotation in (torch.Tensor, "Tensor", "torch.Tensor")
+        else:
+            returns_tensor = name in from_stub
+        if returns_tensor:
+            found.append(name)
+    return found
+
+
+# ---------------------------------------------------------------- assembly and CLI
+
+
+def build_tables(log: Callable[[str], None] = lambda message: None) -> dict[str, Any]:
+    """All tables, as written to the JSON file. Deterministic for a given torch."""
+    with quiet(), torch.random.fork_rng():
+        inplace_methods, inplace_view_methods = derive_inplace_methods()
+        inplace_functionals, inplace_modules = derive_inplace_kwargs()
+        modules, modules_not_probed = derive_modules()
+        tables = {
+            "torch_version": torch.__version__.split("+")[0],
+            "regenerate": REGENERATE,
+            "ops": derive_ops(log),
+            "inplace_methods": inplace_methods,
+            "inplace_view_methods": inplace_view_methods,
+            **derive_views(),
+            "view_attributes": derive_view_attributes(),
+            "inplace_functions": derive_inplace_functions(),
+            "inplace_kwarg_functionals": inplace_functionals,
+            "inplace_modules": inplace_modules,
+            "modules": modules,
+            "modules_not_probed": modules_not_probed,
+            "out_functions": derive_out_functions(),
+            "tensor_functions": derive_tensor_functions(),
+        }
+    return tables
+
+
+def render(tables: dict[str, Any]) -> str:
+    return json.dumps(tables, indent=1, sort_keys=True) + "\n"
+
+
+def diff_summary(committed: dict[str, Any], fresh: dict[str, Any]) -> list[str]:
+    lines = []
+    for key in sorted(set(committed) | set(fresh)):
+        old, new = committed.get(key), fresh.get(key)
+        if old == new:
+            continue
+        if isinstance(old, dict) and isinstance(new, dict):
+            changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+            lines.append(f"{key}: {len(changed)} entries differ, e.g. {changed[:8]}")
+        elif isinstance(old, list) and isinstance(new, list):
+            lines.append(
+                f"{key}: added {sorted(set(new) - set(old))[:8]}, removed {sorted(set(old) - set(new))[:8]}"
+            )
+        else:
+            lines.append(f"{key}: {old!r} -> {new!r}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare with the committed file instead of writing")
+    parser.add_argument("--output", type=Path, default=OUTPUT)
+    options = parser.parse_args(argv)
+    started = time.perf_counter()
+    tables = build_tables(log=lambda message: print(message, file=sys.stderr))
+    if options.check:
+        committed = json.loads(options.output.read_text()) if options.output.exists() else {}
+        differences = diff_summary(committed, tables)
+        for line in differences:
+            print(line)
+        return 1 if differences else 0
+    options.output.write_text(render(tables))
+    print(f"wrote {os.path.relpath(options.output)} in {time.perf_counter() - started:.1f}s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
