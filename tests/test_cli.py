@@ -1,0 +1,267 @@
+"""The command line as a user drives it: arguments, options, output and exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from fakes import fake_rules  # noqa: F401 - a fixture
+
+from torchlint_inplace import __version__, analysis, cli
+from torchlint_inplace.cli import main
+
+pytestmark = pytest.mark.usefixtures("fake_rules")
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "model.py").write_text("x = 1\nmutate(x)\nother(x)\n")
+    (tmp_path / "pkg" / "clean.py").write_text("x = 1\n")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def codes_and_lines(result: Result) -> list[tuple[str, int, str]]:
+    return [(f["filename"], f["location"]["row"], f["code"]) for f in json.loads(result.stdout)["findings"]]
+
+
+def test_bare_paths_and_check_subcommand_are_the_same_command(project: Path) -> None:
+    bare, explicit, default = run("pkg"), run("check", "pkg"), run()
+    assert bare.exit_code == explicit.exit_code == default.exit_code == 1
+    assert bare.stdout == explicit.stdout == default.stdout
+    assert "pkg/model.py:2:1: TIP001 `mutate` called" in bare.stdout
+    assert "Found 2 errors in 1 file (2 files checked)." in bare.stdout
+
+
+def test_options_before_the_path_reach_check(project: Path) -> None:
+    result = run("--select", "TIP003", "--format", "json", "pkg")
+    assert codes_and_lines(result) == [("pkg/model.py", 3, "TIP003")]
+
+
+def test_a_path_named_like_a_subcommand_file_is_checked(project: Path) -> None:
+    (project / "rule.py").write_text("mutate(1)\n")
+    result = run("rule.py", "--format", "json")
+    assert codes_and_lines(result) == [("rule.py", 1, "TIP001")]
+
+
+def test_clean_run_exits_zero_with_summary(project: Path) -> None:
+    result = run("pkg/clean.py")
+    assert result.exit_code == 0
+    assert result.stdout == "All checks passed!\n"
+
+
+def test_exit_zero_keeps_the_findings_but_exits_zero(project: Path) -> None:
+    result = run("--exit-zero", "pkg")
+    assert result.exit_code == 0
+    assert "TIP001" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ((), {"TIP001", "TIP003"}),
+        (("--select", "TIP001"), {"TIP001"}),
+        (("--select", "TIP001,TIP003"), {"TIP001", "TIP003"}),
+        (("--select", "TIP001", "--select", "TIP003"), {"TIP001", "TIP003"}),
+        (("--ignore", "TIP001"), {"TIP003"}),
+        (("--ignore", "TIP0"), set()),
+        (("--select", "TIP001", "--extend-select", "TIP009"), {"TIP001", "TIP009"}),
+        (("--select", "ALL"), {"TIP001", "TIP003"}),
+        (("--preview",), {"TIP001", "TIP003", "TIP009"}),
+    ],
+)
+def test_rule_selection_options(project: Path, args: tuple[str, ...], expected: set[str]) -> None:
+    (project / "pkg" / "model.py").write_text("mutate(x)\nother(x)\npreview(x)\n")
+    result = run(*args, "--format", "json", "pkg")
+    assert {code for _, _, code in codes_and_lines(result)} == expected
+    assert result.exit_code == (1 if expected else 0)
+
+
+@pytest.mark.parametrize("option", ["--select", "--ignore", "--extend-select"])
+def test_unknown_code_on_the_command_line_is_a_one_line_error(project: Path, option: str) -> None:
+    result = run(option, "TIP998", "pkg")
+    assert result.exit_code == 2
+    assert result.stderr == f"error: unknown rule code or prefix 'TIP998' in {option}\n"
+    assert result.stdout == ""
+
+
+def test_unknown_config_key_exits_2_naming_key_and_file(project: Path) -> None:
+    (project / "pyproject.toml").write_text("[tool.torchlint-inplace]\nselct = ['TIP001']\n")
+    result = run("pkg")
+    assert result.exit_code == 2
+    assert "unknown key 'selct'" in result.stderr and str(project / "pyproject.toml") in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_config_file_is_used_and_flags_override_it(project: Path) -> None:
+    (project / "pyproject.toml").write_text("[tool.torchlint-inplace]\nselect = ['TIP003']\n")
+    assert {c for *_, c in codes_and_lines(run("--format", "json", "pkg"))} == {"TIP003"}
+    assert {c for *_, c in codes_and_lines(run("--format", "json", "--select", "TIP001", "pkg"))} == {"TIP001"}
+    assert {c for *_, c in codes_and_lines(run("--format", "json", "--isolated", "pkg"))} == {"TIP001", "TIP003"}
+
+
+def test_config_option_reads_a_standalone_toml_and_a_pyproject(project: Path, tmp_path_factory) -> None:
+    elsewhere = tmp_path_factory.mktemp("configs")
+    (elsewhere / "lint.toml").write_text("ignore = ['TIP001']\n")
+    (elsewhere / "pyproject.toml").write_text("[tool.torchlint-inplace]\nignore = ['TIP003']\n")
+    standalone = run("--config", str(elsewhere / "lint.toml"), "--format", "json", "pkg")
+    pyproject = run("--config", str(elsewhere / "pyproject.toml"), "--format", "json", "pkg")
+    assert {c for *_, c in codes_and_lines(standalone)} == {"TIP003"}
+    assert {c for *_, c in codes_and_lines(pyproject)} == {"TIP001"}
+
+
+def test_missing_config_file_is_a_usage_error(project: Path) -> None:
+    result = run("--config", "nope.toml", "pkg")
+    assert result.exit_code == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "checked"),
+    [
+        ((), {"pkg/model.py", "pkg/clean.py", "gen/made.py"}),
+        (("--extend-exclude", "gen"), {"pkg/model.py", "pkg/clean.py"}),
+        (("--exclude", "model.py,gen"), {"pkg/clean.py"}),
+        (("--extend-exclude", "pkg/*.py"), {"gen/made.py"}),
+    ],
+)
+def test_exclude_options(project: Path, args: tuple[str, ...], checked: set[str]) -> None:
+    (project / "gen").mkdir()
+    (project / "gen" / "made.py").write_text("def f(:\n")
+    result = run(*args, "--format", "json", ".")
+    assert json.loads(result.stdout)["files_checked"] == len(checked)
+    reported = {name for name, _, _ in codes_and_lines(result)}
+    assert reported == {"pkg/model.py", "gen/made.py"} & checked
+
+
+def test_formats(project: Path) -> None:
+    concise = run("--format", "concise", "pkg")
+    assert concise.stdout.splitlines() == [
+        "pkg/model.py:2:1: TIP001 `mutate` called",
+        "pkg/model.py:3:1: TIP003 `other` called",
+        "Found 2 errors in 1 file (2 files checked).",
+    ]
+    github = run("--format", "github", "pkg")
+    assert github.stdout.startswith("::error file=pkg/model.py,line=2,col=1")
+    sarif = json.loads(run("--format", "sarif", "pkg").stdout)
+    assert sarif["version"] == "2.1.0" and len(sarif["runs"][0]["results"]) == 2
+    assert concise.exit_code == github.exit_code == 1
+
+
+def test_output_file_receives_the_report_and_stdout_stays_empty(project: Path) -> None:
+    target = project / "reports" / "out.json"
+    result = run("--format", "json", "--output-file", str(target), "pkg")
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert len(json.loads(target.read_text())["findings"]) == 2
+
+
+def test_statistics_counts_per_code(project: Path) -> None:
+    (project / "pkg" / "clean.py").write_text("mutate(1)\n")
+    text = run("--statistics", "pkg")
+    assert text.stdout == "2\tTIP001\t[ ] fake-mutate\n1\tTIP003\t[ ] fake-other\n"
+    assert text.exit_code == 1
+    data = json.loads(run("--statistics", "--format", "json", "pkg").stdout)
+    assert data == [
+        {"code": "TIP001", "name": "fake-mutate", "count": 2, "fixable": False},
+        {"code": "TIP003", "name": "fake-other", "count": 1, "fixable": False},
+    ]
+
+
+def test_quiet_prints_findings_without_summary(project: Path) -> None:
+    quiet = run("--quiet", "--format", "concise", "pkg")
+    assert quiet.stdout.splitlines() == ["pkg/model.py:2:1: TIP001 `mutate` called", "pkg/model.py:3:1: TIP003 `other` called"]
+    full = run("-q", "pkg")
+    assert "TIP003" in full.stdout and "Found" not in full.stdout
+    assert run("-q", "pkg/clean.py").stdout == ""
+
+
+def test_missing_path_is_reported_like_ruffs_io_error(project: Path) -> None:
+    result = run("--format", "concise", "nope.py", "pkg/clean.py")
+    assert result.exit_code == 1
+    assert result.stdout.splitlines()[0] == "nope.py:1:1: TIP000 no such file or directory"
+
+
+def test_crash_in_one_file_is_a_finding_and_other_files_are_checked(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = analysis.analyze
+
+    def explode(module, path):
+        if path.endswith("clean.py"):
+            raise KeyError("boom")
+        return real(module, path)
+
+    monkeypatch.setattr(analysis, "analyze", explode)
+    quiet = run("--format", "concise", "pkg")
+    assert quiet.exit_code == 1
+    assert "pkg/clean.py:1:1: TIP000 internal error while checking this file" in quiet.stdout
+    assert "KeyError: 'boom'" in quiet.stdout and "TIP001" in quiet.stdout
+    assert "Traceback" not in quiet.stderr
+    verbose = run("--format", "concise", "--verbose", "pkg")
+    assert "Traceback (most recent call last)" in verbose.stderr and "explode" in verbose.stderr
+
+
+def test_internal_error_outside_files_exits_2_without_traceback(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(paths, settings):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(cli, "check_files", broken)
+    result = run("pkg")
+    assert result.exit_code == 2
+    assert result.stderr == "error: internal error: RuntimeError: disk on fire (run with --verbose for the traceback)\n"
+    verbose = run("--verbose", "pkg")
+    assert verbose.exit_code == 2 and "Traceback (most recent call last)" in verbose.stderr
+
+
+def test_findings_are_sorted_by_path_line_column(project: Path) -> None:
+    (project / "a.py").write_text("other(1); mutate(2)\nmutate(3)\n")
+    result = run("--format", "json", ".")
+    findings = json.loads(result.stdout)["findings"]
+    keys = [(f["filename"], f["location"]["row"], f["location"]["column"]) for f in findings]
+    assert keys == sorted(keys) and keys[0] == ("a.py", 1, 1) and keys[1] == ("a.py", 1, 11)
+
+
+def test_rule_prints_documentation(project: Path) -> None:
+    result = run("rule", "TIP001")
+    assert result.exit_code == 0
+    assert result.stdout.startswith("# fake-mutate (TIP001)\n\ncalls the trigger\n")
+    assert "## Example\n\n```python\nmutate(x)\n```" in result.stdout
+    assert "## Use instead\n\n```python\nkeep(x)\n```" in result.stdout
+    every = run("rule", "--all")
+    assert [line for line in every.stdout.splitlines() if line.startswith("# ")] == [
+        "# fake-mutate (TIP001)",
+        "# fake-other (TIP003)",
+        "# fake-preview (TIP009)",
+    ]
+    assert "--preview" in every.stdout  # the preview rule says how to enable it
+    assert run("rule", "TIP000").stdout.startswith("# file-not-checked (TIP000)")
+
+
+def test_rule_errors(project: Path) -> None:
+    unknown = run("rule", "TIP404")
+    assert unknown.exit_code == 2 and unknown.stderr.startswith("error: unknown rule code 'TIP404'")
+    assert run("rule").exit_code == 2
+    assert run("rule", "TIP001", "--all").exit_code == 2
+
+
+def test_version() -> None:
+    result = run("--version")
+    assert result.stdout == f"torchlint-inplace {__version__}\n"
+
+
+def test_python_dash_m_runs_the_same_command(tmp_path: Path) -> None:
+    (tmp_path / "broken.py").write_text("def f(:\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "torchlint_inplace", "--format", "concise", "--isolated", "broken.py"],
+        cwd=tmp_path, capture_output=True, text=True, check=False,
+    )
+    assert result.returncode == 1
+    assert result.stdout.startswith("broken.py:1:7: TIP000 syntax error: invalid syntax")
+
