@@ -39,8 +39,8 @@ EXPECT_COMMENT = re.compile(r"#\s*expect:\s*(?P<codes>[^#]*)")
 SAFE_COMMENT = re.compile(r"#\s*safe:")
 
 # What autograd says when an in-place write breaks it: the version-counter check at backward,
-# and the checks that refuse the write on the spot (leaf, view of a leaf, multi-output view,
-# view made under no_grad).
+# the checks that refuse the write on the spot (leaf, view of a leaf, multi-output view, view
+# made under no_grad), and a custom Function marking a tensor dirty that it does not return.
 INPLACE_ERRORS = re.compile(
     "|".join(
         (
@@ -48,7 +48,8 @@ INPLACE_ERRORS = re.compile(
             r"a leaf Variable that requires grad is being used in an in-place operation",
             r"a view of a leaf Variable that requires grad is being used in an in-place operation",
             r"is a view and is being modified inplace",
-            r"is a view of a view which was created in no_grad mode and is being modified inplace",
+            r"A view was created in no_grad mode and is being modified inplace",
+            r"Some elements marked as dirty during the forward method were not returned as output",
         )
     )
 )
@@ -135,8 +136,6 @@ def test_expectations_use_known_codes(path: Path) -> None:
     assert not unknown, f"unknown codes in `# expect:` comments: {sorted(unknown)}"
     overlap = {line for line, _ in expected_findings(text)} & safe_lines(text)
     assert not overlap, f"lines marked both `# expect:` and `# safe:`: {sorted(overlap)}"
-    if expected_findings(text) or safe_lines(text):
-        assert drivers(path), "a fixture with labelled lines must define drivers that run them"
 
 
 # --- runtime: every label is what torch actually does --------------------------------------
@@ -195,16 +194,30 @@ def test_driver_behaves_as_labelled(path: Path, driver: str) -> None:
     run_driver(torch, getattr(load_fixture(path), driver), _kind(driver))
 
 
+def fixture_units() -> list[list[Path]]:
+    """Files whose labels are checked together: a standalone file, or a whole fixture package
+    (its drivers may live in one file and the labelled lines in another it imports)."""
+    units: dict[Path, list[Path]] = {}
+    for path in FIXTURE_FILES:
+        units.setdefault(_package_root(path) or path, []).append(path)
+    return list(units.values())
+
+
+def _unit_id(unit: list[Path]) -> str:
+    root = _package_root(unit[0])
+    return _test_id(root) + "/" if root else _test_id(unit[0])
+
+
 @contextmanager
-def lines_executed(path: Path) -> Iterator[set[int]]:
-    filename = str(path)
-    executed: set[int] = set()
+def lines_executed(paths: list[Path]) -> Iterator[dict[str, set[int]]]:
+    executed: dict[str, set[int]] = {str(path): set() for path in paths}
 
     def trace(frame: FrameType, event: str, arg: object):
-        if frame.f_code.co_filename != filename:
+        lines = executed.get(frame.f_code.co_filename)
+        if lines is None:
             return None
         if event == "line":
-            executed.add(frame.f_lineno)
+            lines.add(frame.f_lineno)
         return trace
 
     previous = sys.gettrace()
@@ -215,18 +228,27 @@ def lines_executed(path: Path) -> Iterator[set[int]]:
         sys.settrace(previous)
 
 
-@pytest.mark.parametrize("path", [p for p in FIXTURE_FILES if drivers(p)], ids=_test_id)
-def test_labelled_lines_are_run_by_matching_drivers(path: Path) -> None:
+@pytest.mark.parametrize("unit", fixture_units(), ids=_unit_id)
+def test_labelled_lines_are_run_by_matching_drivers(unit: list[Path]) -> None:
+    texts = {str(path): path.read_text(encoding="utf-8") for path in unit}
+    hazards = {name: {line for line, _ in expected_findings(text)} for name, text in texts.items()}
+    safe = {name: safe_lines(text) for name, text in texts.items()}
+    if not any(hazards.values()) and not any(safe.values()):
+        pytest.skip("no labelled lines")
+    assert any(drivers(path) for path in unit), "labelled lines but no raises_/safe_/silent_ drivers to run them"
     torch = pytest.importorskip("torch")
-    module = load_fixture(path)
-    covered: dict[str, set[int]] = {kind: set() for kind in DRIVER_KINDS}
-    for name in drivers(path):
-        with lines_executed(path) as executed:
-            run_driver(torch, getattr(module, name), _kind(name))
-        covered[_kind(name)] |= executed
-    text = path.read_text(encoding="utf-8")
-    hazards = {line for line, _ in expected_findings(text)}
-    unrun_hazards = sorted(hazards - covered["raises"] - covered["silent"])
-    unrun_safe = sorted(safe_lines(text) - covered["safe"])
-    assert not unrun_hazards, f"`# expect:` lines no raises_/silent_ driver executes: {unrun_hazards}"
-    assert not unrun_safe, f"`# safe:` lines no safe_ driver executes: {unrun_safe}"
+    covered = {kind: {name: set() for name in texts} for kind in DRIVER_KINDS}
+    for path in unit:
+        module = load_fixture(path)
+        for driver in drivers(path):
+            with lines_executed(unit) as executed:
+                run_driver(torch, getattr(module, driver), _kind(driver))
+            for name, lines in executed.items():
+                covered[_kind(driver)][name] |= lines
+    problems = []
+    for name in texts:
+        where = _test_id(Path(name))
+        unrun = sorted(hazards[name] - covered["raises"][name] - covered["silent"][name])
+        problems += [f"{where}:{line} `# expect:` is run by no raises_/silent_ driver" for line in unrun]
+        problems += [f"{where}:{line} `# safe:` is run by no safe_ driver" for line in sorted(safe[name] - covered["safe"][name])]
+    assert not problems, "\n".join(problems)
