@@ -1,0 +1,68 @@
+"""The README is what a fresh user trusts: its commands, examples and rule table must be true.
+
+Each test reads the README itself, so a change in behaviour fails here until the README says
+the same thing.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from torchlint_inplace.diagnostics import NOT_CHECKED_CODE, NOT_CHECKED_NAME
+from torchlint_inplace.registry import all_rules
+
+REPO = Path(__file__).resolve().parent.parent
+README = (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def fenced_block(opening_line: str) -> str:
+    """The body of the README's code block whose first line is `opening_line`."""
+    (body,) = re.findall(rf"^```.*\n{re.escape(opening_line)}\n(.*?)^```$", README, re.MULTILINE | re.DOTALL)
+    return body
+
+
+def lint(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "torchlint_inplace", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    """.ci/run must run what the README tells a fresh user to run, not a private variant."""
+    ci_script = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    (command,) = re.findall(r"^\( (.+) \)$", ci_script, re.MULTILINE)
+    assert "pytest" in command
+    assert command in fenced_block("python3 -m venv .venv && . .venv/bin/activate && pip install . && torchlint-inplace fixtures/").splitlines()
+
+
+def test_usage_example_is_the_real_full_output(seed_files, tmp_path: Path) -> None:
+    model = tmp_path / "model.py"
+    model.write_text(seed_files.hazard.read_text(encoding="utf-8"), encoding="utf-8")
+    result = lint("model.py", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert result.stdout == fenced_block("$ torchlint-inplace model.py"), "paste the new output into README.md"
+
+
+def test_configuration_example_is_accepted(seed_files) -> None:
+    pyproject = seed_files.hazard.parent / "pyproject.toml"
+    pyproject.write_text("[tool.torchlint-inplace]\n" + fenced_block("[tool.torchlint-inplace]"), encoding="utf-8")
+    result = lint("--verbose", seed_files.hazard.name, cwd=seed_files.hazard.parent)
+    assert result.returncode == 1, result.stderr
+    assert f"configuration: {pyproject}; rules: TIP001, TIP002" in result.stderr
+    assert "TIP002" in result.stdout
+
+
+def test_rule_table_lists_exactly_the_implemented_rules() -> None:
+    rows = re.findall(r"^\| (TIP\d{3}) \|\s*([\w-]*)\s*\| .* \| (implemented|planned) \|$", README, re.MULTILINE)
+    implemented = {code: name for code, name, status in rows if status == "implemented"}
+    catalogue = {rule.code: rule.name for rule in all_rules()} | {NOT_CHECKED_CODE: NOT_CHECKED_NAME}
+    assert implemented == catalogue
+    assert [code for code, _, _ in rows] == [f"TIP{number:03d}" for number in range(10)]
