@@ -90,7 +90,7 @@ def analyze(module: cst.Module, path: str) -> FileAnalysis:
         interpreter = FunctionInterpreter(ctx, cls, sink)
         interpreter.run_function(
             function.node,
-            tensor_parameters(function.node, cls, imports),
+            tensor_parameters(function.node, cls),
             function_grad_enabled(function.node, cls, imports),
         )
     top_level = [statement for statement in module.body if not isinstance(statement, (cst.FunctionDef, cst.ClassDef))]

@@ -59,9 +59,9 @@ _NON_TENSOR_ATTRIBUTES = frozenset(
     {"shape", "dtype", "device", "ndim", "requires_grad", "is_leaf", "grad_fn", "is_cuda", "layout", "names", "_version"}
 )
 # Conversions return `self` when there is nothing to convert: the result may alias.
-_MAYBE_ALIAS_METHODS = frozenset(
-    {"to", "type", "type_as", "float", "double", "half", "bfloat16", "int", "long", "short", "bool", "byte", "char",
-     "cuda", "cpu", "contiguous", "requires_grad_", "coalesce", "pin_memory"}
+# dtype/device shorthands for `.to()`, which returns `self` when nothing needs converting.
+_CONVERSION_METHODS = frozenset(
+    {"type", "type_as", "float", "double", "half", "bfloat16", "int", "long", "short", "bool", "byte", "char", "cuda", "pin_memory"}
 )
 _NON_CONTIGUOUS_VIEWS = frozenset({"transpose", "permute", "t", "T", "mT", "H", "mH", "movedim", "swapaxes", "swapdims", "expand", "expand_as"})
 _GRAD_OFF = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.inference_mode"})
@@ -93,10 +93,10 @@ class FunctionInterpreter:
 
     # ----------------------------------------------------------------- entry points
 
-    def run_function(self, func: cst.FunctionDef, tensor_params: Sequence[str], grad_enabled: bool) -> None:
+    def run_function(self, func: cst.FunctionDef, tensor_params: dict[str, Grad], grad_enabled: bool) -> None:
         state = State()
-        for name in tensor_params:
-            state.env[name] = Val(fresh_storage(), Grad.MAYBE, origin=self.ctx.span_of(func))
+        for name, grad in tensor_params.items():
+            state.env[name] = Val(fresh_storage(), grad, origin=self.ctx.span_of(func))
         self.grad_enabled = grad_enabled
         self.exec_block(func.body, state)
 
@@ -457,9 +457,11 @@ class FunctionInterpreter:
             return receiver.view(strided=True)
         if method in _NON_TENSOR_METHODS:
             return NOT_TENSOR
+        if method.startswith("new_"):
+            return Val(fresh_storage(), Grad.NO, origin=self.ctx.span_of(call))
         if method == "contiguous" and receiver.strided:
             return self.new_tensor([receiver])
-        if method in _MAYBE_ALIAS_METHODS:
+        if method in self.facts.self_returning_methods or method in _CONVERSION_METHODS:
             return receiver.view()
         result = self.new_tensor([receiver, *args])
         if method in self.facts.ops:
@@ -485,12 +487,14 @@ class FunctionInterpreter:
             result = value
         else:
             result = self.new_tensor([value])
-        if self.grad_enabled and value.grad > Grad.NO:
-            argument = self.ctx.code_of(call.args[0].value) if call.args else "its input"
+        if self.grad_enabled:
+            span = self.ctx.span_of(call)
             if "input" in saves:
-                state.add_save(value, SaveRecord(label, argument, self.ctx.span_of(call)))
-            if "result" in saves:
-                state.add_save(result, SaveRecord(label, "its result", self.ctx.span_of(call)))
+                # Saved for the module's own weight gradient, whatever the input is.
+                argument = self.ctx.code_of(call.args[0].value) if call.args else "its input"
+                state.add_save(value, SaveRecord(label, argument, span, certain=True))
+            if "result" in saves and value.grad > Grad.NO:
+                state.add_save(result, SaveRecord(label, "its result", span, certain=value.grad > Grad.UNKNOWN))
         return result
 
     # ----------------------------------------------------------------- saves and writes
@@ -512,24 +516,28 @@ class FunctionInterpreter:
                     bound[name] = value
         return bound
 
-    def record_op(self, op: str, label: str, bound: dict[str, Value], result: Val, node: cst.CSTNode, state: State, texts: dict[str, str]) -> None:
+    def record_op(
+        self, op: str, label: str, bound: dict[str, Value], result: Val, node: cst.CSTNode, state: State, texts: dict[str, str], inplace: bool = False
+    ) -> None:
         facts = self.facts.ops.get(op)
         if facts is None or not self.grad_enabled:
             return
         span = self.ctx.span_of(node)
         for saved, triggers in facts.saves.items():
-            if not any(_requires_grad(bound.get(trigger)) for trigger in triggers):
+            if saved == "self" and inplace:
+                continue  # autograd saves a clone of the original `self` of an in-place op
+            grads = [_grad(bound.get(trigger)) for trigger in triggers]
+            if max(grads, default=Grad.NO) is Grad.NO:
                 continue
             target = result if saved == "result" else bound.get(saved)
             if isinstance(target, Val) and target.is_tensor:
                 what = "its result" if saved == "result" else texts.get(saved, saved)
-                state.add_save(target, SaveRecord(label, what, span))
+                state.add_save(target, SaveRecord(label, what, span, certain=max(grads) > Grad.UNKNOWN))
 
     def record_inplace_op(self, op: str, label: str, target: Val, others: dict[str, Value], node: cst.CSTNode, state: State) -> None:
         """An in-place op saves like its out-of-place twin, its result being the tensor it wrote."""
         bound: dict[str, Value] = {"self": target, **others}
-        texts = {"self": "its result"}
-        self.record_op(op, label, bound, target, node, state, texts)
+        self.record_op(op, label, bound, target, node, state, {}, inplace=True)
 
     def write(self, form: Form, node: cst.CSTNode, target_expr: cst.CSTNode, target: Val, state: State, action: str) -> None:
         if not target.is_tensor:
@@ -537,6 +545,7 @@ class FunctionInterpreter:
         written = self.ctx.code_of(target_expr)
         span = self.ctx.span_of(node)
         hazard: Hazard | None = None
+        certain = True
         # no_grad stops recording, not version counting: a write there to a tensor saved
         # earlier still raises at backward; only leaves may be written freely.
         if target.grad is Grad.LEAF and self.grad_enabled:
@@ -544,7 +553,9 @@ class FunctionInterpreter:
         else:
             records = state.saves_of(target)
             if records:
-                hazard = saved_hazard(self.ctx.path, written, records, span)
+                certain_records = [record for record in records if record.certain]
+                certain = bool(certain_records)
+                hazard = saved_hazard(self.ctx.path, written, certain_records or records, span)
         if hazard is None:
             return
         key = (id(node), form)
@@ -558,13 +569,14 @@ class FunctionInterpreter:
             consequence=hazard.consequence,
             related=hazard.related,
             help=f"write it out of place, or `{written} = {written}.clone()` before the in-place write",
+            certain=certain,
         )
 
     # ----------------------------------------------------------------- helpers
 
     def new_tensor(self, inputs: Sequence[Value], grad: Grad | None = None) -> Val:
         if grad is None:
-            grad = Grad.MAYBE if self.grad_enabled and any(_requires_grad(value) for value in inputs) else Grad.NO
+            grad = min(max((_grad(value) for value in inputs), default=Grad.NO), Grad.MAYBE) if self.grad_enabled else Grad.NO
         return Val(fresh_storage(), grad)
 
     def grad_mode_of(self, expr: cst.BaseExpression) -> bool | None:
@@ -603,8 +615,8 @@ def _aug_symbol(node: cst.AugAssign) -> str:
     return _AUGMENTED_OPS[type(node.operator)][1]
 
 
-def _requires_grad(value: Value | None) -> bool:
-    return isinstance(value, Val) and value.is_tensor and value.grad > Grad.NO
+def _grad(value: Value | None) -> Grad:
+    return value.grad if isinstance(value, Val) and value.is_tensor else Grad.NO
 
 
 def _is_tensor(value: Value | None) -> bool:

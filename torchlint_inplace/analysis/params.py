@@ -10,9 +10,14 @@ import libcst as cst
 
 from .classes import ClassInfo
 from .imports import Imports, dotted
+from .values import Grad
 
 _GRAD_OFF_DECORATORS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.inference_mode"})
-_NON_TENSOR_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "bytes", "list", "dict", "tuple", "set", "None"})
+_TENSOR_ANNOTATIONS = frozenset(
+    f"{wrap[0]}{name}{wrap[1]}"
+    for name in ("Tensor", "torch.Tensor", "th.Tensor")
+    for wrap in (("", ""), ("Optional[", "]"), ("", "|None"), ("None|", ""), ("'", "'"), ('"', '"'))
+)
 
 
 def function_grad_enabled(func: cst.FunctionDef, cls: ClassInfo | None, imports: Imports) -> bool:
@@ -31,16 +36,18 @@ def function_grad_enabled(func: cst.FunctionDef, cls: ClassInfo | None, imports:
     return True
 
 
-def tensor_parameters(func: cst.FunctionDef, cls: ClassInfo | None, imports: Imports) -> list[str]:
+def tensor_parameters(func: cst.FunctionDef, cls: ClassInfo | None) -> dict[str, Grad]:
+    """Tensor parameters and what is known of their grad: a `forward`'s are activations."""
     is_forward = cls is not None and func.name.value == "forward"
     params = list(func.params.posonly_params) + list(func.params.params) + list(func.params.kwonly_params)
     if cls is not None and params and not _is_static(func):
         params = params[1:]  # self / cls / ctx
-    found = []
+    found = {}
     for param in params:
-        annotation = _annotation_kind(param, imports)
-        if annotation is True or (annotation is None and is_forward and not _non_tensor_default(param)):
-            found.append(param.name.value)
+        annotation = _annotation_kind(param)
+        if annotation is False or (annotation is None and (not is_forward or _non_tensor_default(param))):
+            continue
+        found[param.name.value] = Grad.MAYBE if is_forward else Grad.UNKNOWN
     return found
 
 
@@ -48,14 +55,12 @@ def _is_static(func: cst.FunctionDef) -> bool:
     return any(dotted(decorator.decorator) == "staticmethod" for decorator in func.decorators) and func.name.value not in ("forward", "backward")
 
 
-def _annotation_kind(param: cst.Param, imports: Imports) -> bool | None:
+def _annotation_kind(param: cst.Param) -> bool | None:
     """True: annotated as a tensor; False: annotated as something else; None: not annotated."""
     if param.annotation is None:
         return None
-    text = cst.Module([]).code_for_node(param.annotation.annotation)
-    if "Tensor" in text:
-        return True
-    return False if text else None
+    text = cst.Module([]).code_for_node(param.annotation.annotation).replace(" ", "")
+    return text in _TENSOR_ANNOTATIONS
 
 
 def _non_tensor_default(param: cst.Param) -> bool:

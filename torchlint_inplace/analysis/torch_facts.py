@@ -31,6 +31,7 @@ class TorchFacts:
     view_methods: frozenset[str]
     multi_view_methods: frozenset[str]
     view_attributes: frozenset[str]
+    self_returning_methods: frozenset[str]  # `contiguous`, `to`: return `self` when nothing needs copying
     inplace_functions: dict[str, str | None]
     inplace_kwarg_functionals: dict[str, int]
     inplace_modules: dict[str, int]
@@ -54,6 +55,7 @@ def _load(text: str) -> TorchFacts:
         view_methods=frozenset(data["view_methods"]),
         multi_view_methods=frozenset(data["multi_view_methods"]),
         view_attributes=frozenset(data["view_attributes"]),
+        self_returning_methods=frozenset(data["self_returning_methods"]),
         inplace_functions=data["inplace_functions"],
         inplace_kwarg_functionals=data["inplace_kwarg_functionals"],
         inplace_modules=data["inplace_modules"],

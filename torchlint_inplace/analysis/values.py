@@ -16,8 +16,9 @@ from ..diagnostics import Span
 
 class Grad(IntEnum):
     NO = 0  # cannot require grad: factories, detached, computed under no_grad
-    MAYBE = 1  # activations, module outputs, forward arguments
-    LEAF = 2  # a leaf that requires grad (nn.Parameter, requires_grad=True), or a view of one
+    UNKNOWN = 1  # a tensor of unknown provenance: a helper's `Tensor` argument
+    MAYBE = 2  # activations, module outputs, forward arguments
+    LEAF = 3  # a leaf that requires grad (nn.Parameter, requires_grad=True), or a view of one
 
 
 _storage_ids = count(1)
@@ -86,6 +87,7 @@ class SaveRecord:
     op: str  # how the user wrote the op: `*`, `torch.sigmoid`, `self.fc` (Linear)
     what: str  # the saved operand as written, or "its result"
     span: Span
+    certain: bool  # False when only tensors of unknown provenance made the op save
 
 
 @dataclass
