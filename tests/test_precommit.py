@@ -28,18 +28,16 @@ def env_without_git_state(**extra: str) -> dict[str, str]:
     return env | extra
 
 
-@pytest.fixture(scope="module")
-def pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One hook environment for the module, built in a temporary home, not in ~/.cache."""
-    return tmp_path_factory.mktemp("pre-commit-home")
-
-
 @pytest.fixture
-def try_hook(pre_commit_home: Path, tmp_path: Path):
-    """Runs this repository's hook on one file of a fresh git project."""
+def try_hook(tmp_path: Path):
+    """Runs this repository's hook on one file of a fresh git project.
+
+    try-repo builds the hook's environment in a throwaway store of its own; PRE_COMMIT_HOME
+    keeps whatever else pre-commit writes out of the user's ~/.cache.
+    """
     project = tmp_path / "project"
     project.mkdir()
-    env = env_without_git_state(PRE_COMMIT_HOME=str(pre_commit_home), NO_COLOR="1")
+    env = env_without_git_state(PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"), NO_COLOR="1")
     subprocess.run(["git", "init", "--quiet", str(project)], env=env, check=True)
 
     def run_hook(source: Path) -> subprocess.CompletedProcess[str]:
