@@ -73,6 +73,8 @@ def _union(current: frozenset[str] | None, new: frozenset[str] | None) -> frozen
 
 
 def parse(text: str) -> Suppressions:
+    if "noqa" not in text.lower():  # the common case; tokenizing costs a fifth of a parse
+        return Suppressions()
     lines: dict[int, frozenset[str] | None] = {}
     file_codes: frozenset[str] | None = frozenset()
     for token, own_line in _comments(text):

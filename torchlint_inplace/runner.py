@@ -28,7 +28,7 @@ INTERNAL_ERROR = "internal error while checking this file (please report it with
 class FileResult:
     path: str
     findings: tuple[Finding, ...]
-    text: str | None = None  # the decoded source, for code frames; None when unreadable
+    text: str | None = None  # the decoded source for code frames, kept only when there are findings
     traceback: str | None = None  # of an internal error, shown with --verbose
 
 
@@ -84,7 +84,8 @@ def check_file(path: Path, settings: Settings) -> FileResult:
         message = INTERNAL_ERROR + f"{type(error).__name__}: {error}"
         return FileResult(name, (not_checked(name, message),), text, traceback.format_exc())
     ignored = _ignored_codes(path, settings) - {NOT_CHECKED_CODE}
-    return FileResult(name, tuple(f for f in findings if f.code not in ignored), text)
+    kept = tuple(finding for finding in findings if finding.code not in ignored)
+    return FileResult(name, kept, text if kept else None)
 
 
 def check_files(paths: Iterable[Path], settings: Settings) -> list[FileResult]:
