@@ -7,13 +7,11 @@ requires grad. Only constructor calls are read; nothing is executed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import libcst as cst
 
-from ..diagnostics import Span
-from .imports import Imports
+from .imports import Imports, dotted
 from .torch_facts import torch_facts
 from .values import ModuleRef
 
@@ -26,8 +24,15 @@ class ClassInfo:
     name: str
     bases: tuple[str, ...]
     modules: dict[str, ModuleRef] = field(default_factory=dict)
-    parameters: dict[str, Span] = field(default_factory=dict)
-    buffers: dict[str, Span] = field(default_factory=dict)
+    parameters: dict[str, cst.CSTNode] = field(default_factory=dict)  # name -> the node that made it
+    buffers: dict[str, cst.CSTNode] = field(default_factory=dict)
+    methods: dict[str, cst.FunctionDef] = field(default_factory=dict)
+
+    def inherit(self, base: "ClassInfo") -> None:
+        """What a subclass gets from a base class defined in the same project."""
+        for mine, theirs in ((self.modules, base.modules), (self.parameters, base.parameters), (self.buffers, base.buffers), (self.methods, base.methods)):
+            for key, value in theirs.items():
+                mine.setdefault(key, value)
 
     @property
     def is_autograd_function(self) -> bool:
@@ -54,16 +59,18 @@ def _init_bool_defaults(init: cst.FunctionDef) -> dict[str, bool]:
 
 
 class ClassReader:
-    def __init__(self, imports: Imports, span_of: Callable[[cst.CSTNode], Span]) -> None:
+    def __init__(self, imports: Imports, factories: dict[str, cst.FunctionDef]) -> None:
         self.imports = imports
-        self.span_of = span_of
+        self.factories = factories  # module-level functions, for `self.mlp = make_mlp(dim)`
 
     def read(self, node: cst.ClassDef) -> ClassInfo:
-        bases = tuple(self.imports.qualname(arg.value) or "" for arg in node.bases)
+        bases = tuple(self.imports.qualname(arg.value) or dotted(arg.value) or "" for arg in node.bases)
         info = ClassInfo(node.name.value, bases)
         for statement in node.body.body:
-            if isinstance(statement, cst.FunctionDef) and statement.name.value == "__init__":
-                self._read_init(statement, info)
+            if isinstance(statement, cst.FunctionDef):
+                info.methods[statement.name.value] = statement
+                if statement.name.value == "__init__":
+                    self._read_init(statement, info)
         return info
 
     def _read_init(self, init: cst.FunctionDef, info: ClassInfo) -> None:
@@ -85,7 +92,7 @@ class ClassReader:
                         first = node.args[0].value
                         if isinstance(first, cst.SimpleString):
                             table = info.buffers if func.attr.value == "register_buffer" else info.parameters
-                            table[first.evaluated_value] = reader.span_of(node)
+                            table[first.evaluated_value] = node
 
             def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
                 return node is init  # nested helpers are not the constructor
@@ -97,7 +104,7 @@ class ClassReader:
             return
         qualname = self.imports.qualname(value.func) or ""
         if qualname == "torch.nn.Parameter":
-            info.parameters[name] = self.span_of(value)
+            info.parameters[name] = value
             return
         module = self.module_ref(value, defaults)
         if module is not None:
@@ -105,16 +112,20 @@ class ClassReader:
 
     def module_ref(self, call: cst.Call, defaults: dict[str, bool]) -> ModuleRef | None:
         qualname = self.imports.qualname(call.func)
-        span = self.span_of(call)
         if qualname is None or not qualname.startswith("torch.nn."):
+            name = dotted(call.func) or ""
+            factory = self.factories.get(name)
+            if factory is not None:
+                returned = _single_return(factory)
+                if isinstance(returned, cst.Call) and returned.func is not call.func:
+                    return self.module_ref(returned, _init_bool_defaults(factory))
             # A project class: CamelCase constructor calls are taken to be modules.
-            name = qualname or (call.func.attr.value if isinstance(call.func, cst.Attribute) else getattr(call.func, "value", ""))
-            short = name.rsplit(".", 1)[-1] if isinstance(name, str) else ""
-            return ModuleRef(kind=None, origin=span) if short[:1].isupper() else None
+            short = name.rsplit(".", 1)[-1]
+            return ModuleRef(kind=None, origin=call, cls_name=name) if short[:1].isupper() else None
         kind = qualname[len("torch.nn."):]
         if kind in _CONTAINERS:
-            return ModuleRef(kind=kind, items=self._container_items(call, defaults), origin=span)
-        return ModuleRef(kind=kind, inplace=self._inplace(kind, call, defaults), origin=span)
+            return ModuleRef(kind=kind, items=self._container_items(call, defaults), origin=call)
+        return ModuleRef(kind=kind, inplace=self._inplace(kind, call, defaults), origin=call)
 
     def _container_items(self, call: cst.Call, defaults: dict[str, bool]) -> tuple[ModuleRef, ...]:
         elements: list[cst.BaseExpression] = []
@@ -126,7 +137,7 @@ class ClassReader:
         items = []
         for element in elements:
             ref = self.module_ref(element, defaults) if isinstance(element, cst.Call) else None
-            items.append(ref or ModuleRef(kind=None, origin=self.span_of(element)))
+            items.append(ref or ModuleRef(kind=None, origin=element))
         return tuple(items)
 
     @staticmethod
@@ -141,6 +152,18 @@ class ClassReader:
         if index < len(positional):
             return bool(_literal_bool(positional[index].value, defaults))
         return False
+
+
+def _single_return(func: cst.FunctionDef) -> cst.BaseExpression | None:
+    """The expression a small factory function returns, when it has exactly one return."""
+    returns = [
+        small.value
+        for statement in func.body.body
+        if isinstance(statement, cst.SimpleStatementLine)
+        for small in statement.body
+        if isinstance(small, cst.Return)
+    ]
+    return returns[0] if len(returns) == 1 else None
 
 
 def _self_attribute(target: cst.BaseExpression) -> str | None:

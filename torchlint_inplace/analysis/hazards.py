@@ -1,11 +1,13 @@
 """Turns "this write hits a tensor autograd still needs" into the words a finding carries.
 
-Every message names the concrete reason: the op that saved the tensor and its line, or the
-fact that the tensor is a leaf requiring grad. Without a reason there is no finding.
+Every message names the concrete reason: the op that saved the tensor and its line, the leaf
+that requires grad, or the other reader that silently sees the new value. Without a reason
+there is no finding.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..diagnostics import Related, Span
@@ -15,35 +17,107 @@ BACKWARD_ERROR = "one of the variables needed for gradient computation has been 
 LEAF_ERROR = "a leaf Variable that requires grad is being used in an in-place operation"
 
 RAISES_AT_BACKWARD = "raises at backward"
-RAISES_NOW = "raises now (leaf)"
+RAISES_NOW = "raises now"
+RAISES_NOW_LEAF = "raises now (leaf)"
+
+SpanOf = Callable[[object], Span]
 
 
 @dataclass(frozen=True)
 class Hazard:
     reason: str  # the clause after "but"
     consequence: str
-    related: tuple[Related, ...]
-
-
-def saved_hazard(path: str, target: str, records: list[SaveRecord], at: Span) -> Hazard:
-    first = records[0]
-    earlier = "in an earlier loop iteration " if first.span.start > at.start else ""
-    if first.what == target:
-        whom = "it"
-    elif first.what == "its result":
-        whom = "its result"
-    else:
-        whom = f"`{first.what}` (an alias of it)"
-    reason = f"`{first.op}` at line {first.span.start.line} {earlier}saved {whom} for backward; backward() will raise '{BACKWARD_ERROR}'"
-    related = tuple(Related(path, record.span, f"`{record.op}` saved `{record.what}` for backward here") for record in records)
-    return Hazard(reason, RAISES_AT_BACKWARD, related)
-
-
-def leaf_hazard(path: str, origin: Span | None) -> Hazard:
-    where = f" (created at line {origin.start.line})" if origin is not None else ""
-    related = (Related(path, origin, "the leaf tensor that requires grad is created here"),) if origin is not None else ()
-    return Hazard(f"it is a leaf tensor that requires grad{where}; this raises at once: '{LEAF_ERROR}'", RAISES_NOW, related)
+    related: tuple[Related, ...] = ()
+    help: str = ""
+    certain: bool = True
 
 
 def message(action: str, hazard: Hazard) -> str:
     return f"{action}, but {hazard.reason}"
+
+
+def _save_notes(path: str, records: Sequence[SaveRecord], span_of: SpanOf) -> tuple[Related, ...]:
+    return tuple(Related(path, span_of(record.node), f"`{record.op}` saved `{record.what}` for backward here") for record in records)
+
+
+def _whom(record: SaveRecord, target: str) -> str:
+    if record.what == target:
+        return "it"
+    if record.what == "its result":
+        return "its result"
+    return f"`{record.what}` (an alias of it)"
+
+
+def saved_hazard(path: str, target: str, records: Sequence[SaveRecord], at: Span | None, certain: bool, span_of: SpanOf) -> Hazard:
+    first = records[0]
+    saved_at = span_of(first.node)
+    earlier = "in an earlier loop iteration " if at is not None and saved_at.start > at.start else ""
+    return Hazard(
+        f"`{first.op}` at line {saved_at.start.line} {earlier}saved {_whom(first, target)} for backward; backward() will raise '{BACKWARD_ERROR}'",
+        RAISES_AT_BACKWARD,
+        _save_notes(path, records, span_of),
+        f"write it out of place, or `{target} = {target}.clone()` before the in-place write",
+        certain,
+    )
+
+
+def hidden_hazard(path: str, how: str, records: Sequence[SaveRecord], certain: bool, span_of: SpanOf) -> Hazard:
+    first = records[0]
+    line = span_of(first.node).start.line
+    if how == "data":
+        reason = (
+            f"`.data` hides the write from autograd: `{first.op}` at line {line} saved this tensor for backward, "
+            "so backward() silently computes gradients from the modified values (no error)"
+        )
+        consequence = f"silently changes the gradients `{first.op}` computes"
+    else:
+        reason = (
+            f"`.detach()` shares the version counter and `{first.op}` at line {line} saved this tensor for backward; "
+            f"backward() will raise '{BACKWARD_ERROR}'"
+        )
+        consequence = RAISES_AT_BACKWARD
+    return Hazard(reason, consequence, _save_notes(path, records, span_of), "write into a `.clone()`, or do it after backward()", certain)
+
+
+def leaf_hazard(path: str, origin: object, span_of: SpanOf) -> Hazard:
+    if origin is None:
+        return Hazard(f"it is a leaf tensor that requires grad; this raises at once: '{LEAF_ERROR}'", RAISES_NOW_LEAF, (), "wrap the write in `with torch.no_grad():`")
+    span = span_of(origin)
+    return Hazard(
+        f"it is a leaf tensor that requires grad (created at line {span.start.line}); this raises at once: '{LEAF_ERROR}'",
+        RAISES_NOW_LEAF,
+        (Related(path, span, "the leaf tensor that requires grad is created here"),),
+        "wrap the write in `with torch.no_grad():`, or use `nn.init.*_`",
+    )
+
+
+def multi_view_hazard(method: str, made_at: Span, certain: bool) -> Hazard:
+    return Hazard(
+        f"it is an output of `{method}()` at line {made_at.start.line}, a view torch forbids modifying in place while it requires grad; this raises at once",
+        RAISES_NOW,
+        (),
+        f"`.clone()` the output of `{method}()` before writing it",
+        certain,
+    )
+
+
+def stale_hazard(path: str, name: str, read_at: Span) -> Hazard:
+    return Hazard(
+        f"`{name}` still refers to the same tensor and is read again at line {read_at.start.line}, where it silently sees the modified values",
+        f"silently changes `{name}` read at line {read_at.start.line}",
+        (Related(path, read_at, f"`{name}` is read here after the in-place write"),),
+        "pass a `.clone()`, or use the out-of-place form (inplace=False)",
+    )
+
+
+def step_hazard(path: str, retained: Span, later_backward: Span) -> Hazard:
+    return Hazard(
+        f"`backward(retain_graph=True)` at line {retained.start.line} kept a graph that saved those parameters alive, "
+        f"and `backward()` at line {later_backward.start.line} goes through it again; it will raise '{BACKWARD_ERROR}'",
+        RAISES_AT_BACKWARD,
+        (
+            Related(path, retained, "the graph is kept alive here"),
+            Related(path, later_backward, "and backpropagated through again here"),
+        ),
+        "call every backward() through a shared graph before stepping, or recompute the forward after step()",
+    )

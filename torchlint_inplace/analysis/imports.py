@@ -35,6 +35,8 @@ def _module_name(node: cst.BaseExpression) -> str:
 class Imports:
     def __init__(self) -> None:
         self.aliases: dict[str, str] = {}
+        # `from .layers import Clip`: local name -> (level, module, imported name)
+        self.relative: dict[str, tuple[int, str, str]] = {}
 
     def add(self, node: cst.Import | cst.ImportFrom) -> None:
         if isinstance(node, cst.Import):
@@ -46,9 +48,15 @@ class Imports:
                     head = full.split(".")[0]
                     self.aliases[head] = head
             return
-        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+        if isinstance(node.names, cst.ImportStar):
             return
-        base = _module_name(node.module)
+        base = _module_name(node.module) if node.module is not None else ""
+        if node.relative:
+            for alias in node.names:
+                name = _module_name(alias.name)
+                local = alias.asname.name.value if alias.asname is not None else name
+                self.relative[local] = (len(node.relative), base, name)
+            return
         for alias in node.names:
             name = alias.name.value if isinstance(alias.name, cst.Name) else _module_name(alias.name)
             local = alias.asname.name.value if alias.asname is not None else name

@@ -2,25 +2,40 @@
 
 It walks statements in order, keeps for every name what it may hold (`values.Val`), records
 which storages autograd saved for backward (from the op table generated from torch), and asks
-`report` about every in-place write. Branches are merged conservatively; loop bodies run
-twice so that state carried from one iteration into the next (an RNN hidden state) is seen;
-code under `torch.no_grad()` and friends records nothing and reports nothing.
+`write` about every in-place write. Branches are merged conservatively; loop bodies run twice
+so that state carried from one iteration into the next (an RNN hidden state) is seen; code
+under `torch.no_grad()` records nothing. Calls into project code apply the callee's summary.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from pathlib import Path
 
 import libcst as cst
 
-from ..diagnostics import Span
+from .autograd_function import FunctionContract
 from .classes import ClassInfo
-from .hazards import Hazard, leaf_hazard, message, saved_hazard
-from .imports import Imports, dotted
+from .hazards import Hazard, hidden_hazard, leaf_hazard, message, multi_view_hazard, saved_hazard, stale_hazard, step_hazard
+from .imports import dotted
 from .model import Form, Mutation
-from .torch_facts import TorchFacts
-from .values import NOT_TENSOR, Grad, ModuleRef, SaveRecord, State, Val, Value, fresh_storage, merge_states, merge_values
+from .params import function_grad_enabled, tensor_parameters
+from .project import FileContext, Project
+from .summaries import Summary, SummaryRecorder
+from .values import (
+    NOT_TENSOR,
+    Grad,
+    ModuleRef,
+    PendingWrite,
+    SaveRecord,
+    Site,
+    State,
+    Val,
+    Value,
+    fresh_storage,
+    merge_states,
+    merge_values,
+)
 
 _BINARY_OPS = {
     cst.Multiply: ("mul", "*"),
@@ -58,47 +73,64 @@ _NON_TENSOR_METHODS = frozenset(
 _NON_TENSOR_ATTRIBUTES = frozenset(
     {"shape", "dtype", "device", "ndim", "requires_grad", "is_leaf", "grad_fn", "is_cuda", "layout", "names", "_version"}
 )
-# Conversions return `self` when there is nothing to convert: the result may alias.
-# dtype/device shorthands for `.to()`, which returns `self` when nothing needs converting.
-_CONVERSION_METHODS = frozenset(
-    {"type", "type_as", "float", "double", "half", "bfloat16", "int", "long", "short", "bool", "byte", "char", "cuda", "pin_memory"}
-)
-_NON_CONTIGUOUS_VIEWS = frozenset({"transpose", "permute", "t", "T", "mT", "H", "mH", "movedim", "swapaxes", "swapdims", "expand", "expand_as"})
+# dtype shorthands for `.to(dtype)`, which returns `self` when the dtype already matches.
+_DTYPE_METHODS = {"float": "float32", "double": "float64", "half": "float16", "bfloat16": "bfloat16"}
+_NON_CONTIGUOUS_VIEWS = frozenset({"transpose", "permute", "t", "T", "mT", "H", "mH", "movedim", "moveaxis", "swapaxes", "swapdims", "expand", "expand_as"})
 _GRAD_OFF = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.inference_mode"})
 _GRAD_ON = frozenset({"torch.enable_grad", "torch.autograd.enable_grad"})
 _SET_GRAD = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled"})
+_AUTOCAST = frozenset({"torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast"})
+_TORCH_NAMESPACES = frozenset({"torch", "torch.nn.functional", "torch.special", "torch.linalg", "torch.fft"})
+_FUNCTIONAL = "torch.nn.functional"
 # In-place helpers that run under no_grad themselves and are meant for initialisation.
-_SAFE_INPLACE_PREFIXES = ("torch.nn.init.",)
+_SAFE_INPLACE_PREFIXES = ("torch.nn.init.", "torch.nn.utils.")
 _MAX_LOOP_NESTING = 3
 
 
-@dataclass(frozen=True)
-class FileContext:
-    path: str
-    imports: Imports
-    facts: TorchFacts
-    span_of: Callable[[cst.CSTNode], Span]
-    code_of: Callable[[cst.CSTNode], str]
-
-
 class FunctionInterpreter:
-    def __init__(self, ctx: FileContext, cls: ClassInfo | None, sink: dict[tuple[int, Form], Mutation]) -> None:
+    def __init__(
+        self,
+        project: Project,
+        ctx: FileContext,
+        cls: ClassInfo | None,
+        sink: dict[tuple, Mutation],
+        recorder: SummaryRecorder | None = None,
+        report: FileContext | None = None,
+    ) -> None:
+        self.project = project
         self.ctx = ctx
+        self.report = report or ctx  # the file whose findings are collected: a callee's, when reading its callers
+        self.param_storages: frozenset[int] = frozenset()
         self.facts = ctx.facts
         self.cls = cls
         self.sink = sink
+        self.recorder = recorder
+        self.contract: FunctionContract | None = None
+        self.ctx_name: str | None = None
         self.grad_enabled = True
+        self.autocast: str | None = None
         self.loop_depth = 0
         self.jumps: list[list[State]] = []
 
     # ----------------------------------------------------------------- entry points
 
-    def run_function(self, func: cst.FunctionDef, tensor_params: dict[str, Grad], grad_enabled: bool) -> None:
-        state = State()
-        for name, grad in tensor_params.items():
-            state.env[name] = Val(fresh_storage(), grad, origin=self.ctx.span_of(func))
-        self.grad_enabled = grad_enabled
-        self.exec_block(func.body, state)
+    def run_function(self, func: cst.FunctionDef, params: dict[str, Val] | None = None) -> State:
+        if params is None:
+            params = {name: Val(fresh_storage(), grad, origin=func) for name, grad in tensor_parameters(func, self.cls).items()}
+        state = State(env=dict(params))
+        self.param_storages = frozenset().union(*(value.storages for value in params.values())) if params else frozenset()
+        self.grad_enabled = function_grad_enabled(func, self.cls, self.ctx.imports)
+        if self.cls is not None and self.cls.is_autograd_function and func.name.value == "forward":
+            positional = [*func.params.posonly_params, *func.params.params]
+            self.ctx_name = positional[0].name.value if positional else None
+            self.contract = FunctionContract(self.ctx, {name: value.storages for name, value in params.items()})
+        final = self.exec_block(func.body, state)
+        if self.contract is not None:
+            for mutation in self.contract.mutations():
+                self.sink.setdefault((id(mutation.node), mutation.form), mutation)
+        if self.recorder is not None:
+            self.recorder.on_saves(final.saves)
+        return final
 
     def run_statements(self, statements: Sequence[cst.BaseStatement]) -> None:
         self.exec_statements(statements, State())
@@ -151,9 +183,17 @@ class FunctionInterpreter:
             self.exec_augassign(small, state)
         elif isinstance(small, cst.Expr):
             self.eval_statement_expression(small.value, state)
-        elif isinstance(small, (cst.Return, cst.Raise)):
-            if small.__class__ is cst.Return and small.value is not None:
-                self.eval(small.value, state)
+        elif isinstance(small, cst.Return):
+            if small.value is not None:
+                value = self.eval(small.value, state)
+                if self.recorder is not None:
+                    self.recorder.on_return(_storages(value))
+                if self.contract is not None:
+                    self.contract.on_return(small, _storages(value))
+            if self.recorder is not None:
+                self.recorder.on_saves(state.saves)
+            state.dead = True
+        elif isinstance(small, cst.Raise):
             state.dead = True
         elif isinstance(small, (cst.Break, cst.Continue)):
             if self.jumps:
@@ -162,6 +202,7 @@ class FunctionInterpreter:
         elif isinstance(small, cst.Del):
             for name in _names_in(small.target):
                 state.env.pop(name, None)
+                state.stale.pop(name, None)
         return state
 
     def eval_statement_expression(self, expr: cst.BaseExpression, state: State) -> None:
@@ -185,10 +226,7 @@ class FunctionInterpreter:
         return merge_states([body, other])
 
     def exec_loop(self, node: cst.For | cst.While, state: State) -> State:
-        if isinstance(node, cst.For):
-            iterable = self.eval(node.iter, state)
-        else:
-            self.eval(node.test, state)
+        iterable = self.eval(node.iter, state) if isinstance(node, cst.For) else self.eval(node.test, state)
         rounds = 2 if self.loop_depth < _MAX_LOOP_NESTING else 1
         self.loop_depth += 1
         entry = state
@@ -211,25 +249,27 @@ class FunctionInterpreter:
         return merged
 
     def exec_with(self, node: cst.With, state: State) -> State:
-        saved_mode = self.grad_enabled
+        saved_mode, saved_autocast = self.grad_enabled, self.autocast
         for item in node.items:
             mode = self.grad_mode_of(item.item)
             if mode is not None:
                 self.grad_enabled = mode
-            else:
-                value = self.eval(item.item, state)
-                if item.asname is not None:
-                    self.assign(item.asname.name, value, state, node)
+                continue
+            autocast = self.autocast_of(item.item)
+            if autocast is not None:
+                self.autocast = autocast or None
+                continue
+            value = self.eval(item.item, state)
+            if item.asname is not None:
+                self.assign(item.asname.name, value, state, node)
         state = self.exec_block(node.body, state)
-        self.grad_enabled = saved_mode
+        self.grad_enabled, self.autocast = saved_mode, saved_autocast
         return state
 
     def exec_try(self, node: cst.Try | cst.TryStar, state: State) -> State:
         before = state.copy()
         after_body = self.exec_block(node.body, state)
-        outcomes = []
-        for handler in node.handlers:
-            outcomes.append(self.exec_block(handler.body, merge_states([before, after_body.copy()])))
+        outcomes = [self.exec_block(handler.body, merge_states([before, after_body.copy()])) for handler in node.handlers]
         if node.orelse is not None:
             after_body = self.exec_block(node.orelse.body, after_body)
         merged = merge_states([after_body, *outcomes])
@@ -245,25 +285,24 @@ class FunctionInterpreter:
     def exec_augassign(self, node: cst.AugAssign, state: State) -> None:
         operand = self.eval(node.value, state)
         target = node.target
+        op, symbol = _AUGMENTED_OPS[type(node.operator)]
         if isinstance(target, cst.Subscript):
             base = self.eval(target.value, state)
             self.eval_slices(target, state)
-            if isinstance(base, Val) and base.is_tensor:
-                self.write(Form.INDEX_ASSIGN, node, target.value, base, state, f"`{self.ctx.code_of(target)} {_aug_symbol(node)} ...` writes into")
+            if _is_tensor(base):
+                self.write(Form.INDEX_ASSIGN, node, target.value, base, state, f"`{self.ctx.code_of(target)} {symbol} ...` writes into")
             return
         current = self.eval(target, state)
-        if not (isinstance(current, Val) and current.is_tensor):
+        if not _is_tensor(current):
             # Python numbers, lists, ...: `n += 1` rebinds, nothing is written in place.
-            self.assign(target, NOT_TENSOR if not isinstance(operand, Val) or not operand.is_tensor else self.new_tensor([operand]), state, node)
+            self.assign(target, self.new_tensor([operand]) if _is_tensor(operand) else NOT_TENSOR, state, node)
             return
-        op, _ = _AUGMENTED_OPS[type(node.operator)]
-        self.write(Form.AUG_ASSIGN, node, target, current, state, f"`{self.ctx.code_of(target)} {_aug_symbol(node)} ...` modifies")
-        self.record_inplace_op(op, _aug_symbol(node), current, {"other": operand}, node, state)
+        self.write(Form.AUG_ASSIGN, node, target, current, state, f"`{self.ctx.code_of(target)} {symbol} ...` modifies")
+        self.record_inplace_op(op, symbol, current, {"other": operand}, node, state)
 
     def assign(self, target: cst.BaseExpression, value: Value, state: State, statement: cst.CSTNode) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
-            elements = [element.value for element in target.elements]
-            for index, element in enumerate(elements):
+            for index, element in enumerate(element.value for element in target.elements):
                 if isinstance(element, cst.StarredElement):
                     self.assign(element.value, NOT_TENSOR, state, statement)
                 else:
@@ -272,12 +311,13 @@ class FunctionInterpreter:
         if isinstance(target, cst.Subscript):
             base = self.eval(target.value, state)
             self.eval_slices(target, state)
-            if isinstance(base, Val) and base.is_tensor:
+            if _is_tensor(base):
                 self.write(Form.INDEX_ASSIGN, statement, target.value, base, state, f"`{self.ctx.code_of(target)} = ...` writes into")
             return
         name = dotted(target)
         if name is not None:
             state.env[name] = value
+            state.stale.pop(name, None)
             # Rebinding `a` makes everything known about `a.b` stale.
             prefix = name + "."
             for key in [key for key in state.env if key.startswith(prefix)]:
@@ -287,6 +327,7 @@ class FunctionInterpreter:
 
     def eval(self, expr: cst.BaseExpression, state: State) -> Value:
         if isinstance(expr, cst.Name):
+            self.read(expr.value, expr, state)
             return state.env.get(expr.value, NOT_TENSOR)
         if isinstance(expr, cst.Attribute):
             return self.eval_attribute(expr, state)
@@ -309,23 +350,28 @@ class FunctionInterpreter:
             self.assign(expr.target, value, state, expr)
             return value
         if isinstance(expr, cst.Comparison):
-            self.eval(expr.left, state)
-            operands = [self.eval(target.comparator, state) for target in expr.comparisons]
+            operands = [self.eval(expr.left, state)] + [self.eval(target.comparator, state) for target in expr.comparisons]
             return self.new_tensor([], grad=Grad.NO) if any(map(_is_tensor, operands)) else NOT_TENSOR
         if isinstance(expr, cst.BooleanOperation):
-            self.eval(expr.left, state)
-            self.eval(expr.right, state)
-            return NOT_TENSOR
-        if isinstance(expr, (cst.Dict, cst.Set, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.Await)):
+            return merge_values(self.eval(expr.left, state), self.eval(expr.right, state))
+        if isinstance(expr, (cst.Dict, cst.Set, cst.Await, cst.FormattedString)):
             for child in expr.children:
                 if isinstance(child, cst.BaseExpression):
                     self.eval(child, state)
-            return NOT_TENSOR
         return NOT_TENSOR
+
+    def read(self, name: str, node: cst.CSTNode, state: State) -> None:
+        """Reading a name whose tensor a hidden write changed under it: silent corruption."""
+        pending = state.stale.pop(name, None)
+        if pending is None:
+            return
+        hazard = stale_hazard(self.ctx.path, name, self.ctx.span_of(node))
+        self.emit(pending.form, pending.site, f"{pending.action} `{pending.written}` in place", hazard)
 
     def eval_attribute(self, expr: cst.Attribute, state: State) -> Value:
         name = dotted(expr)
         if name is not None and name in state.env:
+            self.read(name, expr, state)
             return state.env[name]
         attr = expr.attr.value
         if _is_self(expr.value) and self.cls is not None:
@@ -336,11 +382,12 @@ class FunctionInterpreter:
         base = self.eval(expr.value, state)
         if not _is_tensor(base):
             return NOT_TENSOR
+        if attr == "data":
+            return base.detached("data")
         if attr in self.facts.view_attributes:
-            view = base.view(strided=attr in _NON_CONTIGUOUS_VIEWS)
-            return view.detached() if attr == "data" else view
+            return base.view(strided=attr in _NON_CONTIGUOUS_VIEWS)
         if attr == "grad":
-            return Val(fresh_storage(), Grad.NO, origin=self.ctx.span_of(expr))
+            return Val(fresh_storage(), Grad.NO, origin=expr)
         return NOT_TENSOR
 
     def class_attribute(self, attr: str) -> Value | None:
@@ -354,6 +401,8 @@ class FunctionInterpreter:
     def eval_subscript(self, expr: cst.Subscript, state: State) -> Value:
         base = self.eval(expr.value, state)
         advanced = self.eval_slices(expr, state)
+        if isinstance(base, ModuleRef):
+            return _element_of(base)
         if isinstance(base, Val) and base.items is not None and len(expr.slice) == 1:
             index = expr.slice[0].slice
             if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
@@ -384,31 +433,46 @@ class FunctionInterpreter:
         if not (_is_tensor(left) or _is_tensor(right)):
             return NOT_TENSOR
         op, symbol = _BINARY_OPS.get(type(expr.operator), (None, ""))
+        texts = {"self": self.ctx.code_of(expr.left), "other": self.ctx.code_of(expr.right)}
         if op in _COMMUTATIVE and not _is_tensor(left):
             left, right = right, left
+            texts = {"self": texts["other"], "other": texts["self"]}
         result = self.new_tensor([left, right])
         if op is not None:
-            self.record_op(op, f"{symbol}", {"self": left, self.second_param(op): right}, result, expr, state, _operand_texts(self.ctx, expr))
+            second = self.second_param(op)
+            texts[second] = texts.pop("other")
+            self.record_op(op, symbol, {"self": left, second: right}, result, expr, state, texts)
         return result
 
     def second_param(self, op: str) -> str:
         facts = self.facts.ops.get(op)
         return facts.params[1] if facts is not None and len(facts.params) > 1 else "other"
 
+    # ----------------------------------------------------------------- calls
+
     def eval_call(self, call: cst.Call, state: State) -> Value:
         func = call.func
         args = [self.eval(arg.value, state) for arg in call.args]
         qualname = self.ctx.imports.qualname(func)
-        if qualname is not None and (qualname.startswith("torch.") or qualname == "torch"):
+        if qualname is not None and qualname.startswith("torch."):
             return self.call_torch(qualname, call, args, state)
         if isinstance(func, cst.Attribute):
+            method = func.attr.value
             if _is_self(func.value) or dotted(func) in state.env:
                 callee = self.eval_attribute(func, state)
                 if isinstance(callee, ModuleRef):
                     return self.call_module(callee, call, args, state)
             receiver = self.eval(func.value, state)
             if _is_tensor(receiver):
-                return self.call_method(receiver, func.attr.value, call, args, state)
+                return self.call_method(receiver, method, call, args, state)
+            self.training_loop_call(method, call, state)
+            if self.contract is not None and isinstance(func.value, cst.Name) and func.value.value == self.ctx_name:
+                self.contract.on_ctx_call(method, call, args, state)
+                return NOT_TENSOR
+            if _is_self(func.value) and self.cls is not None and method in self.cls.methods:
+                return self.call_project(self.ctx, self.cls.methods[method], self.cls, call, args, state)
+            if method == "apply":
+                return self.call_autograd_function(func.value, call, args, state)
             if _is_self(func.value):
                 # A submodule or method of this class whose definition is not known here.
                 return self.new_tensor(args) if any(map(_is_tensor, args)) else NOT_TENSOR
@@ -416,101 +480,199 @@ class FunctionInterpreter:
         callee = self.eval(func, state)
         if isinstance(callee, ModuleRef):
             return self.call_module(callee, call, args, state)
+        name = dotted(func)
+        if name is not None and name not in state.env:
+            found = self.project.resolve_function(self.ctx, name)
+            if found is not None:
+                return self.call_project(found[0], found[1], None, call, args, state)
         return NOT_TENSOR
 
     def call_torch(self, qualname: str, call: cst.Call, args: list[Value], state: State) -> Value:
         if qualname.startswith(_SAFE_INPLACE_PREFIXES):
             return NOT_TENSOR
         if qualname == "torch.nn.Parameter":
-            return Val(fresh_storage(), Grad.LEAF, origin=self.ctx.span_of(call))
+            return Val(fresh_storage(), Grad.LEAF, origin=call)
+        if qualname == "torch.autograd.backward":
+            self.training_loop_call("backward", call, state)
+            return NOT_TENSOR
         short = qualname.rsplit(".", 1)[-1]
         namespace = qualname[: -len(short) - 1]
-        if namespace not in ("torch", "torch.nn.functional", "torch.special", "torch.linalg", "torch.fft"):
+        if namespace not in _TORCH_NAMESPACES:
             return NOT_TENSOR
         if namespace == "torch" and self.facts.is_factory(short):
-            requires_grad = any(arg.keyword is not None and arg.keyword.value == "requires_grad" and _literal(arg.value) for arg in call.args)
-            return Val(fresh_storage(), Grad.LEAF if requires_grad and self.grad_enabled else Grad.NO, origin=self.ctx.span_of(call))
+            requires_grad = any(_keyword(arg) == "requires_grad" and _literal(arg.value) for arg in call.args)
+            return Val(fresh_storage(), Grad.LEAF if requires_grad and self.grad_enabled else Grad.NO, origin=call)
         tensors = [arg for arg in args if _is_tensor(arg)]
-        if namespace == "torch" and short not in self.facts.tensor_functions and short not in self.facts.ops:
+        if not tensors or (namespace == "torch" and short not in self.facts.tensor_functions and short not in self.facts.ops):
             return NOT_TENSOR
-        if not tensors and namespace != "torch":
-            return NOT_TENSOR
-        op = short
-        bound = self.bind(op, call, args)
+        label = self.ctx.code_of(call.func)
+        first = call.args[0].value if call.args else call
+        twin = self.facts.inplace_functions.get(short) if namespace in ("torch", _FUNCTIONAL) else None
+        if twin is not None or (namespace == _FUNCTIONAL and self.inplace_flag(short, call)):
+            # torch.relu_(x), F.relu(x, inplace=True): rewrites its input
+            target = args[0] if args and _is_tensor(args[0]) else tensors[0]
+            self.write(Form.INPLACE_ACTIVATION, call, first, target, state, f"`{label}(...)` rewrites", hidden_from_reader=True)
+            self.record_inplace_op(twin or short, label, target, self.bind(twin or short, call, args, skip=1), call, state)
+            return target
+        out = next((value for arg, value in zip(call.args, args) if _keyword(arg) == "out"), None)
+        if _is_tensor(out):
+            out_expr = next(arg.value for arg in call.args if _keyword(arg) == "out")
+            self.write(Form.OUT_ARGUMENT, call, out_expr, out, state, f"`{label}(..., out=...)` writes into")
+            return out
         result = self.new_tensor(tensors)
-        self.record_op(op, qualname_label(self.ctx, call), bound, result, call, state, _argument_texts(self.ctx, call, op, self.facts))
+        if short in self.facts.view_methods and args and _is_tensor(args[0]):
+            result = args[0].view(strided=short in _NON_CONTIGUOUS_VIEWS)
+        bound = self.bind(short, call, args)
+        self.record_op(short, label, bound, result, call, state, _argument_texts(self.ctx, call, self.facts.ops[short].params if short in self.facts.ops else ()))
         return result
 
+    def inplace_flag(self, short: str, call: cst.Call) -> bool:
+        index = self.facts.inplace_kwarg_functionals.get(short)
+        if index is None:
+            return False
+        positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+        for arg in call.args:
+            if _keyword(arg) == "inplace":
+                return bool(_literal(arg.value))
+        return index < len(positional) and bool(_literal(positional[index].value))
+
     def call_method(self, receiver: Val, method: str, call: cst.Call, args: list[Value], state: State) -> Value:
+        target_expr = call.func.value  # type: ignore[attr-defined]
         if method in self.facts.inplace_methods:
-            self.write(Form.METHOD, call, call.func.value, receiver, state, f"`{self.ctx.code_of(call.func)}()` modifies")  # type: ignore[attr-defined]
+            self.write(Form.METHOD, call, target_expr, receiver, state, f"`{self.ctx.code_of(call.func)}()` modifies")
             twin = self.facts.inplace_methods[method]
             if twin is not None:
-                bound = self.bind(twin, call, args, receiver)
-                bound.pop("self", None)
-                self.record_inplace_op(twin, f".{method}()", receiver, bound, call, state)
+                self.record_inplace_op(twin, f".{method}()", receiver, self.bind(twin, call, args, skip=1), call, state)
             return receiver
+        if method == "detach":
+            return receiver.detached("detach")
         if method in self.facts.view_methods:
-            view = receiver.view(strided=method in _NON_CONTIGUOUS_VIEWS)
-            return view.detached() if method == "detach" else view
+            return receiver.view(strided=method in _NON_CONTIGUOUS_VIEWS)
         if method in self.facts.multi_view_methods:
-            return receiver.view(strided=True)
+            view = receiver.view(strided=True)
+            return Val(view.storages, view.grad, call, True, hidden=view.hidden, multi_view=method, dtype=view.dtype)
         if method in _NON_TENSOR_METHODS:
             return NOT_TENSOR
         if method.startswith("new_"):
-            return Val(fresh_storage(), Grad.NO, origin=self.ctx.span_of(call))
-        if method == "contiguous" and receiver.strided:
-            return self.new_tensor([receiver])
-        if method in self.facts.self_returning_methods or method in _CONVERSION_METHODS:
-            return receiver.view()
+            return Val(fresh_storage(), Grad.NO, origin=call)
+        if method == "contiguous":
+            return self.new_tensor([receiver]) if receiver.strided else receiver.view()
+        if method in _DTYPE_METHODS or method == "to":
+            return self.convert(receiver, method, call, args)
         result = self.new_tensor([receiver, *args])
         if method in self.facts.ops:
-            bound = self.bind(method, call, args, receiver)
-            self.record_op(method, f".{method}()", bound, result, call, state, {"self": self.ctx.code_of(call.func.value)})  # type: ignore[attr-defined]
+            bound = {"self": receiver, **self.bind(method, call, args, skip=1)}
+            texts = {"self": self.ctx.code_of(target_expr), **_argument_texts(self.ctx, call, self.facts.ops[method].params[1:])}
+            self.record_op(method, f".{method}()", bound, result, call, state, texts)
         return result
 
-    def call_module(self, module: ModuleRef, call: cst.Call, args: list[Value], state: State) -> Value:
-        value = args[0] if args else NOT_TENSOR
-        if module.items is not None and module.kind == "Sequential":
-            for item in module.items:
-                value = self.apply_module(item, call, value, state)
-            return value
-        return self.apply_module(module, call, value, state)
+    def convert(self, receiver: Val, method: str, call: cst.Call, args: list[Value]) -> Val:
+        """`.to(dtype)` returns `self` when the dtype already matches (autocast makes that common)."""
+        dtype = _DTYPE_METHODS.get(method) or next((name for arg in call.args if (name := _dtype_name(arg.value))), None)
+        if dtype is not None and receiver.dtype == dtype:
+            return receiver.view()
+        result = self.new_tensor([receiver, *args])
+        return Val(result.storages, result.grad, result.origin, dtype=dtype)
 
-    def apply_module(self, module: ModuleRef, call: cst.Call, value: Value, state: State) -> Value:
-        label = f"{self.ctx.code_of(call.func)}" + (f" ({module.kind})" if module.kind else "")
-        if module.kind is None or not _is_tensor(value):
-            return self.new_tensor([value]) if _is_tensor(value) or module.kind is None else NOT_TENSOR
+    def call_module(self, module: ModuleRef, call: cst.Call, args: list[Value], state: State) -> Value:
+        if module.kind == "Sequential" and module.items is not None:
+            value = args[0] if args else NOT_TENSOR
+            for item in module.items:
+                value = self.apply_module(item, call, [value], state)
+            return value
+        return self.apply_module(module, call, args, state)
+
+    def apply_module(self, module: ModuleRef, call: cst.Call, args: list[Value], state: State) -> Value:
+        value = args[0] if args else NOT_TENSOR
+        if module.kind is None:
+            if module.cls_name is not None:
+                found = self.project.resolve_class(self.ctx, module.cls_name)
+                if found is not None and "forward" in found[1].methods:
+                    return self.call_project(found[0], found[1].methods["forward"], found[1], call, args, state)
+            return self.new_tensor(args) if any(map(_is_tensor, args)) else NOT_TENSOR
+        if not _is_tensor(value):
+            return NOT_TENSOR
+        label = self.ctx.code_of(call.func) + f" ({module.kind})"
         saves = self.facts.module_saves.get(module.kind, frozenset())
         if module.inplace:
-            self.write(Form.INPLACE_ACTIVATION, call, call.args[0].value if call.args else call, value, state, f"`{label}` (inplace=True) modifies")
+            first = call.args[0].value if call.args else call
+            self.write(Form.INPLACE_ACTIVATION, call, first, value, state, f"`{label}` with inplace=True rewrites", hidden_from_reader=True)
             result = value
         else:
-            result = self.new_tensor([value])
+            # A module that saves its input does so for its own weights: its output requires grad.
+            result = self.new_tensor([value], grad=Grad.MAYBE if "input" in saves and self.grad_enabled else None)
+        if self.autocast is not None:
+            result = Val(result.storages, result.grad, result.origin, dtype=self.autocast)
         if self.grad_enabled:
-            span = self.ctx.span_of(call)
             if "input" in saves:
                 # Saved for the module's own weight gradient, whatever the input is.
                 argument = self.ctx.code_of(call.args[0].value) if call.args else "its input"
-                state.add_save(value, SaveRecord(label, argument, span, certain=True))
+                state.add_save(value, SaveRecord(label, argument, call))
             if "result" in saves and value.grad > Grad.NO:
-                state.add_save(result, SaveRecord(label, "its result", span, certain=value.grad > Grad.UNKNOWN))
+                state.add_save(result, SaveRecord(label, "its result", call, certain=value.grad > Grad.UNKNOWN))
         return result
+
+    def call_autograd_function(self, owner: cst.BaseExpression, call: cst.Call, args: list[Value], state: State) -> Value:
+        name = dotted(owner)
+        found = self.project.resolve_class(self.ctx, name) if name is not None else None
+        if found is None or not found[1].is_autograd_function or "forward" not in found[1].methods:
+            return self.new_tensor(args) if any(map(_is_tensor, args)) else NOT_TENSOR
+        # Its writes are TIP005's business, reported inside `forward`.
+        return self.call_project(found[0], found[1].methods["forward"], found[1], call, args, state, apply_writes=False)
+
+    def call_project(
+        self, ctx: FileContext, func: cst.FunctionDef, cls: ClassInfo | None, call: cst.Call, args: list[Value], state: State, apply_writes: bool = True
+    ) -> Value:
+        """A call into project code: apply what the callee's summary says it does to its arguments."""
+        summary = self.project.summary(ctx, func, cls)
+        bound = _bind_summary(summary, call, args)
+        label = self.ctx.code_of(call.func)
+        for write in summary.writes if apply_writes else ():
+            value = bound.get(write.index)
+            if not _is_tensor(value):
+                continue
+            argument = _argument_expr(summary, call, write.index)
+            if write.via_activation:
+                self.write(Form.INPLACE_ACTIVATION, call, argument or call, value, state, f"`{label}(...)` applies an inplace activation that rewrites", hidden_from_reader=True)
+            else:
+                site = write.site
+                self.write(Form.ARGUMENT, call, argument or call, value, state, f"{write.action.rstrip()} the caller's", hidden_from_reader=True, site=site)
+        if self.grad_enabled:
+            for index, records in summary.saves.items():
+                value = bound.get(index)
+                if _is_tensor(value) and records:
+                    inner = min(records, key=lambda record: record.order)
+                    state.add_save(value, SaveRecord(f"{label} (its `{inner.op}`)", _argument_text(self.ctx, summary, call, index), call))
+        returned = [bound[index] for index in summary.returns if _is_tensor(bound.get(index))]
+        if returned:
+            return returned[0].view()
+        return self.new_tensor(args) if any(map(_is_tensor, args)) else NOT_TENSOR
+
+    def training_loop_call(self, method: str, call: cst.Call, state: State) -> None:
+        """TIP009: an optimizer step between a `backward(retain_graph=True)` and the next backward."""
+        if method == "backward":
+            for step in state.steps:
+                hazard = step_hazard(self.ctx.path, self.ctx.span_of(state.retained), self.ctx.span_of(call))
+                self.emit(Form.OPTIMIZER_STEP, step, f"`{self.ctx.code_of(step.node)}` updates parameters in place", hazard)
+            state.steps = frozenset()
+            retain = next((arg for arg in call.args if _keyword(arg) == "retain_graph"), None)
+            state.retained = call if retain is not None and _literal(retain.value) is not False else None
+        elif method == "step" and state.retained is not None:
+            state.steps |= {Site(self.ctx.path, call)}
 
     # ----------------------------------------------------------------- saves and writes
 
-    def bind(self, op: str, call: cst.Call, args: list[Value], receiver: Val | None = None) -> dict[str, Value]:
+    def bind(self, op: str, call: cst.Call, args: list[Value], skip: int = 0) -> dict[str, Value]:
+        """Arguments by parameter name; `skip` drops leading parameters taken by the receiver."""
         facts = self.facts.ops.get(op)
-        params = list(facts.params) if facts is not None else []
+        params = list(facts.params[skip:]) if facts is not None else []
         bound: dict[str, Value] = {}
-        if receiver is not None:
-            bound["self"] = receiver
-            params = [param for param in params if param != "self"]
         positional = iter(params)
         for arg, value in zip(call.args, args):
-            if arg.keyword is not None:
-                bound[arg.keyword.value] = value
-            elif arg.star == "":
+            keyword = _keyword(arg)
+            if keyword is not None:
+                bound[keyword] = value
+            elif not arg.star:
                 name = next(positional, None)
                 if name is not None:
                     bound[name] = value
@@ -522,7 +684,6 @@ class FunctionInterpreter:
         facts = self.facts.ops.get(op)
         if facts is None or not self.grad_enabled:
             return
-        span = self.ctx.span_of(node)
         for saved, triggers in facts.saves.items():
             if saved == "self" and inplace:
                 continue  # autograd saves a clone of the original `self` of an in-place op
@@ -530,46 +691,83 @@ class FunctionInterpreter:
             if max(grads, default=Grad.NO) is Grad.NO:
                 continue
             target = result if saved == "result" else bound.get(saved)
-            if isinstance(target, Val) and target.is_tensor:
+            if _is_tensor(target):
                 what = "its result" if saved == "result" else texts.get(saved, saved)
-                state.add_save(target, SaveRecord(label, what, span, certain=max(grads) > Grad.UNKNOWN))
+                state.add_save(target, SaveRecord(label, what, node, certain=max(grads) > Grad.UNKNOWN))
 
     def record_inplace_op(self, op: str, label: str, target: Val, others: dict[str, Value], node: cst.CSTNode, state: State) -> None:
         """An in-place op saves like its out-of-place twin, its result being the tensor it wrote."""
-        bound: dict[str, Value] = {"self": target, **others}
-        self.record_op(op, label, bound, target, node, state, {}, inplace=True)
+        self.record_op(op, label, {"self": target, **others}, target, node, state, {}, inplace=True)
 
-    def write(self, form: Form, node: cst.CSTNode, target_expr: cst.CSTNode, target: Val, state: State, action: str) -> None:
+    def write(
+        self,
+        form: Form,
+        node: cst.CSTNode,
+        target_expr: cst.CSTNode,
+        target: Val,
+        state: State,
+        action: str,
+        hidden_from_reader: bool = False,
+        site: Site | None = None,
+    ) -> None:
+        """An in-place write to `target`: report it if the analysis can say why it breaks."""
         if not target.is_tensor:
             return
         written = self.ctx.code_of(target_expr)
-        span = self.ctx.span_of(node)
-        hazard: Hazard | None = None
-        certain = True
+        site = site or Site(self.ctx.path, node)
+        if self.recorder is not None:
+            self.recorder.on_write(target.storages, site, form, action, form is Form.INPLACE_ACTIVATION)
+        if self.contract is not None:
+            self.contract.on_write(target.storages, site, action, written, state)
+            return
+        if site.path != self.report.path:
+            return  # found when the file it lives in is checked, by reading its callers
+        if target.storages & self.param_storages and self.report is self.ctx:
+            self.project.mark_argument_writer(self.ctx)
+        if target.hidden is not None:
+            form = Form.HIDDEN
+        hazard = self.hazard_of(target, state, site, written)
+        if hazard is not None:
+            self.emit(form, site, f"{action} `{written}` in place", hazard)
+        elif hidden_from_reader and self.grad_enabled:
+            pending = PendingWrite(form, site, action, written)
+            for name, value in state.env.items():
+                if isinstance(value, Val) and value.storages & target.storages:
+                    state.stale[name] = pending
+
+    def hazard_of(self, target: Val, state: State, site: Site, written: str) -> Hazard | None:
         # no_grad stops recording, not version counting: a write there to a tensor saved
         # earlier still raises at backward; only leaves may be written freely.
         if target.grad is Grad.LEAF and self.grad_enabled:
-            hazard = leaf_hazard(self.ctx.path, target.origin)
-        else:
-            records = state.saves_of(target)
-            if records:
-                certain_records = [record for record in records if record.certain]
-                certain = bool(certain_records)
-                hazard = saved_hazard(self.ctx.path, written, certain_records or records, span)
-        if hazard is None:
-            return
-        key = (id(node), form)
-        if key in self.sink:
-            return
-        self.sink[key] = Mutation(
-            form=form,
-            node=node,
-            span=span,
-            message=message(f"{action} `{written}` in place", hazard),
-            consequence=hazard.consequence,
-            related=hazard.related,
-            help=f"write it out of place, or `{written} = {written}.clone()` before the in-place write",
-            certain=certain,
+            return leaf_hazard(self.ctx.path, target.origin, self.ctx.span_of)
+        if target.multi_view is not None and target.grad > Grad.NO and self.grad_enabled:
+            return multi_view_hazard(target.multi_view, self.ctx.span_of(target.origin), target.grad > Grad.UNKNOWN)
+        records = state.saves_of(target)
+        if not records:
+            return None
+        certain = [record for record in records if record.certain]
+        if target.hidden is not None:
+            return hidden_hazard(self.ctx.path, target.hidden, certain or records, bool(certain), self.ctx.span_of)
+        at = self.ctx.span_of(site.node) if self.report is self.ctx else None  # loop order only means something within one file
+        return saved_hazard(self.ctx.path, written, certain or records, at, bool(certain), self.ctx.span_of)
+
+    def emit(self, form: Form, site: Site, action: str, hazard: Hazard) -> None:
+        if site.path != self.report.path:
+            return  # reported when the file it lives in is checked
+        if self.report is not self.ctx:
+            action = f"{action} (called from {Path(self.ctx.path).name})"
+        self.sink.setdefault(
+            (id(site.node), form),
+            Mutation(
+                form=form,
+                node=site.node,
+                span=self.report.span_of(site.node),
+                message=message(action, hazard),
+                consequence=hazard.consequence,
+                related=hazard.related,
+                help=hazard.help,
+                certain=hazard.certain,
+            ),
         )
 
     # ----------------------------------------------------------------- helpers
@@ -577,7 +775,7 @@ class FunctionInterpreter:
     def new_tensor(self, inputs: Sequence[Value], grad: Grad | None = None) -> Val:
         if grad is None:
             grad = min(max((_grad(value) for value in inputs), default=Grad.NO), Grad.MAYBE) if self.grad_enabled else Grad.NO
-        return Val(fresh_storage(), grad)
+        return Val(fresh_storage(), grad, dtype=self.autocast)
 
     def grad_mode_of(self, expr: cst.BaseExpression) -> bool | None:
         target = expr.func if isinstance(expr, cst.Call) else expr
@@ -590,29 +788,90 @@ class FunctionInterpreter:
             return _literal(expr.args[0].value)
         return None
 
+    def autocast_of(self, expr: cst.BaseExpression) -> str | None:
+        """The low-precision dtype an autocast region computes in ("" when it is disabled)."""
+        if not isinstance(expr, cst.Call) or self.ctx.imports.qualname(expr.func) not in _AUTOCAST:
+            return None
+        for arg in expr.args:
+            if _keyword(arg) == "enabled" and _literal(arg.value) is False:
+                return ""
+            if _keyword(arg) == "dtype":
+                return _dtype_name(arg.value) or "float16"
+        device = next((arg.value for arg in expr.args if arg.keyword is None or _keyword(arg) == "device_type"), None)
+        on_cpu = isinstance(device, cst.SimpleString) and "cpu" in device.value or "cpu" in (self.ctx.imports.qualname(expr.func) or "")
+        return "bfloat16" if on_cpu else "float16"
 
-def qualname_label(ctx: FileContext, call: cst.Call) -> str:
-    return ctx.code_of(call.func)
+
+def summarize(project: Project, ctx: FileContext, func: cst.FunctionDef, cls: ClassInfo | None) -> Summary:
+    """Run `func` with a symbolic tensor in every parameter and record what it does to them."""
+    params = list(func.params.posonly_params) + list(func.params.params) + list(func.params.kwonly_params)
+    if cls is not None and params and not any(dotted(d.decorator) == "staticmethod" for d in func.decorators):
+        params = params[1:]
+    elif cls is not None and cls.is_autograd_function and params:
+        params = params[1:]  # ctx
+    symbolic = {param.name.value: Val(fresh_storage(), Grad.MAYBE) for param in params}
+    recorder = SummaryRecorder({name: value.storages for name, value in symbolic.items()})
+    interpreter = FunctionInterpreter(project, ctx, cls, {}, recorder)
+    interpreter.run_function(func, symbolic)
+    return recorder.summary
 
 
-def _argument_texts(ctx: FileContext, call: cst.Call, op: str, facts: TorchFacts) -> dict[str, str]:
-    params = list(facts.ops[op].params) if op in facts.ops else []
+def _bind_summary(summary: Summary, call: cst.Call, args: list[Value]) -> dict[int, Value]:
+    names = list(summary.params)
+    bound: dict[int, Value] = {}
+    position = 0
+    for arg, value in zip(call.args, args):
+        keyword = _keyword(arg)
+        if keyword is not None:
+            if keyword in names:
+                bound[names.index(keyword)] = value
+        elif not arg.star:
+            bound[position] = value
+            position += 1
+    return bound
+
+
+def _argument_expr(summary: Summary, call: cst.Call, index: int) -> cst.BaseExpression | None:
+    name = summary.params[index] if index < len(summary.params) else None
+    position = 0
+    for arg in call.args:
+        keyword = _keyword(arg)
+        if keyword is not None:
+            if keyword == name:
+                return arg.value
+        elif not arg.star:
+            if position == index:
+                return arg.value
+            position += 1
+    return None
+
+
+def _argument_text(ctx: FileContext, summary: Summary, call: cst.Call, index: int) -> str:
+    expr = _argument_expr(summary, call, index)
+    return ctx.code_of(expr) if expr is not None else summary.params[index]
+
+
+def _argument_texts(ctx: FileContext, call: cst.Call, params: Sequence[str]) -> dict[str, str]:
     texts: dict[str, str] = {}
     positional = iter(params)
     for arg in call.args:
-        name = arg.keyword.value if arg.keyword is not None else next(positional, None)
+        name = _keyword(arg) or (next(positional, None) if not arg.star else None)
         if name is not None:
             texts[name] = ctx.code_of(arg.value)
     return texts
 
 
-def _operand_texts(ctx: FileContext, expr: cst.BinaryOperation) -> dict[str, str]:
-    left, right = ctx.code_of(expr.left), ctx.code_of(expr.right)
-    return {"self": left, "other": right, "exponent": right}
+def _keyword(arg: cst.Arg) -> str | None:
+    return arg.keyword.value if arg.keyword is not None else None
 
 
-def _aug_symbol(node: cst.AugAssign) -> str:
-    return _AUGMENTED_OPS[type(node.operator)][1]
+def _dtype_name(expr: cst.BaseExpression) -> str | None:
+    """`torch.bfloat16` -> "bfloat16"; anything that is not a dtype attribute -> None."""
+    name = dotted(expr)
+    if name is None or not name.startswith(("torch.", "th.")):
+        return None
+    short = name.rsplit(".", 1)[-1]
+    return {"float": "float32", "half": "float16", "double": "float64"}.get(short, short) if short[:1].islower() and any(c.isdigit() for c in short) or short in ("float", "half", "double", "bfloat16") else None
 
 
 def _grad(value: Value | None) -> Grad:
@@ -623,6 +882,15 @@ def _is_tensor(value: Value | None) -> bool:
     return isinstance(value, Val) and value.is_tensor
 
 
+def _storages(value: Value) -> frozenset[int]:
+    if isinstance(value, Val):
+        found = value.storages
+        for item in value.items or ():
+            found |= _storages(item)
+        return found
+    return frozenset()
+
+
 def _item(value: Value, index: int) -> Value:
     if isinstance(value, Val) and value.items is not None:
         return value.items[index] if 0 <= index < len(value.items) else NOT_TENSOR
@@ -631,6 +899,9 @@ def _item(value: Value, index: int) -> Value:
 
 def _element_of(value: Value) -> Value:
     """An element of an iterable: a view for chunk()/unbind() results, else unknown."""
+    if isinstance(value, ModuleRef):
+        items = value.items or ()
+        return items[0] if len(set(items)) == 1 else NOT_TENSOR
     if isinstance(value, Val) and value.is_tensor:
         return value.view()
     if isinstance(value, Val) and value.items:

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from itertools import count
 
-from ..diagnostics import Span
 
 
 class Grad(IntEnum):
@@ -34,9 +33,12 @@ class Val:
 
     storages: frozenset[int] = frozenset()
     grad: Grad = Grad.NO
-    origin: Span | None = None  # where this tensor (or the leaf it views) was made
+    origin: object = field(default=None, compare=False, hash=False)  # node that made it (or the leaf it views)
     strided: bool = False  # a non-contiguous view: `.contiguous()` of it copies
     items: tuple["Value", ...] | None = None  # tuple-like results: chunk(), lstm outputs
+    hidden: str | None = None  # "data" / "detach": an alias autograd does not track
+    multi_view: str | None = None  # an output of chunk()/split()/unbind(): torch forbids writing it
+    dtype: str | None = None  # when known: "bfloat16" under autocast, "float32" after .float()
 
     @property
     def is_tensor(self) -> bool:
@@ -45,8 +47,8 @@ class Val:
     def view(self, strided: bool = False) -> "Val":
         return replace(self, strided=strided or self.strided, items=None)
 
-    def detached(self) -> "Val":
-        return replace(self, grad=Grad.NO, items=None)
+    def detached(self, how: str) -> "Val":
+        return replace(self, grad=Grad.NO, items=None, hidden=how, multi_view=None)
 
 
 NOT_TENSOR = Val()
@@ -59,7 +61,8 @@ class ModuleRef:
     kind: str | None  # torch.nn class name, None for project or unknown classes
     inplace: bool = False
     items: tuple["ModuleRef", ...] | None = None  # nn.Sequential / nn.ModuleList contents
-    origin: Span | None = None
+    origin: object = field(default=None, compare=False, hash=False)
+    cls_name: str | None = None  # the project class it was built from, as written
 
 
 Value = Val | ModuleRef
@@ -76,18 +79,48 @@ def merge_values(a: Value | None, b: Value | None) -> Value:
             grad=max(a.grad, b.grad),
             origin=a.origin or b.origin,
             strided=a.strided and b.strided,
+            hidden=a.hidden if a.hidden == b.hidden else None,
+            multi_view=a.multi_view or b.multi_view,
+            dtype=a.dtype if a.dtype == b.dtype else None,
         )
     return a if isinstance(a, ModuleRef) else b
 
 
+_record_order = count()
+
+
 @dataclass(frozen=True)
 class SaveRecord:
-    """An op that saved a tensor for backward: the version autograd will check."""
+    """An op that saved a tensor for backward: the version autograd will check.
+
+    Nodes, not positions: positions cost a pass over the whole module, paid only when a
+    finding is actually reported.
+    """
 
     op: str  # how the user wrote the op: `*`, `torch.sigmoid`, `self.fc` (Linear)
     what: str  # the saved operand as written, or "its result"
-    span: Span
-    certain: bool  # False when only tensors of unknown provenance made the op save
+    node: object = field(compare=False, hash=False)
+    certain: bool = True  # False when only tensors of unknown provenance made the op save
+    order: int = field(default_factory=lambda: next(_record_order))
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where a finding is reported: the node, and the file it lives in (a callee's may differ)."""
+
+    path: str
+    node: object = field(compare=False)
+
+
+@dataclass(frozen=True)
+class PendingWrite:
+    """A hidden in-place write (an inplace activation, a callee writing its argument) whose
+    damage shows only if an alias bound before it is read afterwards."""
+
+    form: object
+    site: Site
+    action: str
+    written: str
 
 
 @dataclass
@@ -95,15 +128,18 @@ class State:
     env: dict[str, Value] = field(default_factory=dict)
     saves: dict[int, frozenset[SaveRecord]] = field(default_factory=dict)
     dead: bool = False  # the path returned or raised
+    stale: dict[str, PendingWrite] = field(default_factory=dict)  # names whose value was rewritten under them
+    retained: object = None  # the `backward(retain_graph=True)` call whose graph is still alive
+    steps: frozenset[Site] = frozenset()  # optimizer steps taken since that backward
 
     def copy(self) -> "State":
-        return State(dict(self.env), dict(self.saves), self.dead)
+        return State(dict(self.env), dict(self.saves), self.dead, dict(self.stale), self.retained, self.steps)
 
     def saves_of(self, val: Val) -> list[SaveRecord]:
         found = set()
         for storage in val.storages:
             found |= self.saves.get(storage, frozenset())
-        return sorted(found, key=lambda record: (record.span, record.op))
+        return sorted(found, key=lambda record: record.order)
 
     def add_save(self, val: Val, record: SaveRecord) -> None:
         for storage in val.storages:
@@ -120,4 +156,8 @@ def merge_states(states: list[State]) -> State:
             merged.env[name] = merge_values(merged.env.get(name), other.env.get(name))
         for storage, records in other.saves.items():
             merged.saves[storage] = merged.saves.get(storage, frozenset()) | records
+        for name, pending in other.stale.items():
+            merged.stale.setdefault(name, pending)
+        merged.retained = merged.retained or other.retained
+        merged.steps |= other.steps
     return merged

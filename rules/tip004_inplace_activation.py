@@ -1,0 +1,27 @@
+from torchlint_inplace.analysis.model import Form
+from torchlint_inplace.rule import FormRule
+
+
+class InplaceActivation(FormRule):
+    code = "TIP004"
+    name = "inplace-activation-on-needed-tensor"
+    form = Form.INPLACE_ACTIVATION
+    summary = "An `inplace=True` module or functional (`nn.ReLU(inplace=True)`, `F.relu(x, inplace=True)`, `F.dropout(..., inplace=True)`, `torch.relu_`) rewrites a tensor that was saved for backward or is still read elsewhere."
+    why = (
+        "An inplace activation overwrites its input. That is fine after `conv -> bn`, whose output nobody saved "
+        "or reads again, and is why torchvision uses it. It breaks when the input was saved by the op that made it "
+        "(`sigmoid`, `tanh`, another ReLU's result: backward() raises), when the same tensor is read again later "
+        "(a residual `identity = x; out = relu(x); out + identity` silently adds the rectified tensor), or when the "
+        "same inplace module is applied twice to one tensor."
+    )
+    bad = """\
+def forward(self, x):
+    out = self.fc(self.act(x))   # self.act = nn.ReLU(inplace=True): rewrites x
+    return out + x               # TIP004: the residual reads the rectified x
+"""
+    good = """\
+def forward(self, x):
+    out = self.fc(self.act(x))   # self.act = nn.ReLU()  (inplace=False)
+    return out + x
+"""
+    fix_doc = "Switches to the out-of-place form (`inplace=False`, `F.relu(x)`, `torch.relu`). Always safe for values; costs one activation's memory."

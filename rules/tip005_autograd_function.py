@@ -1,0 +1,32 @@
+from torchlint_inplace.analysis.model import Form
+from torchlint_inplace.rule import FormRule
+
+
+class AutogradFunctionContract(FormRule):
+    code = "TIP005"
+    name = "autograd-function-dirty-contract"
+    form = Form.AUTOGRAD_FUNCTION
+    summary = "A custom `torch.autograd.Function.forward` writes an input without `ctx.mark_dirty`, marks dirty a tensor it neither wrote nor returned, or writes a tensor it saved for backward."
+    why = (
+        "`forward` runs with grad mode off, but an in-place write still bumps the input's version counter and "
+        "changes the caller's tensor. `ctx.mark_dirty(x)` (with `x` returned) tells autograd the output aliases a "
+        "modified input; without it, anything that saved the input raises at backward and other readers silently "
+        "see new values. Marking a tensor that is not returned raises at once; writing a tensor after "
+        "`ctx.save_for_backward` makes backward read the modified values."
+    )
+    bad = """\
+class ClampMin(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        x.clamp_(min=0)          # TIP005: no ctx.mark_dirty(x)
+        return x
+"""
+    good = """\
+class ClampMin(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        x.clamp_(min=0)
+        ctx.mark_dirty(x)
+        return x
+"""
+    fix_doc = "Inserts `ctx.mark_dirty(x)` after the write when `x` is returned, else writes into `x = x.clone()` first. Unsafe: callers that relied on the write no longer see it when a clone is used."

@@ -1,0 +1,28 @@
+from torchlint_inplace.analysis.model import Form
+from torchlint_inplace.rule import FormRule
+
+
+class OutArgument(FormRule):
+    code = "TIP006"
+    name = "out-argument-into-saved-tensor"
+    form = Form.OUT_ARGUMENT
+    summary = "`out=` writes an op's result into a tensor that autograd saved for backward (a cache, a buffer, a running statistic)."
+    why = (
+        "`torch.cos(a, out=buf)` writes into `buf` in place and bumps its version counter, even under "
+        "`torch.no_grad()`. If `x * buf` saved `buf` for backward earlier, backward() raises 'one of the variables "
+        "needed for gradient computation has been modified by an inplace operation'. Refreshing a cache after using "
+        "it in the same forward is the usual shape."
+    )
+    bad = """\
+def forward(self, x):
+    y = x * self.cos_cached                       # mul saves the cache
+    torch.cos(self.freqs * t, out=self.cos_cached)  # TIP006: backward() will raise
+    return y
+"""
+    good = """\
+def forward(self, x):
+    y = x * self.cos_cached
+    self.cos_cached = torch.cos(self.freqs * t)   # a new tensor; the saved one is intact
+    return y
+"""
+    fix_doc = "Rewrites `f(..., out=t)` to `t = f(...)`. Unsafe when `t` is an attribute or has other aliases that relied on the shared buffer."

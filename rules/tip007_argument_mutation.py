@@ -1,0 +1,29 @@
+from torchlint_inplace.analysis.model import Form
+from torchlint_inplace.rule import FormRule
+
+
+class ArgumentMutation(FormRule):
+    code = "TIP007"
+    name = "mutates-caller-tensor"
+    form = Form.ARGUMENT
+    summary = "A `forward` or helper writes in place into a tensor argument its caller still needs: the caller saved it for backward or reads it again."
+    why = (
+        "The tensor belongs to the caller. When `A.forward` computes `y = x * w` (saving `x`) and then calls "
+        "`self.b(x)` whose `forward` does `x.clamp_()`, backward() raises and the traceback points at neither; when "
+        "the caller reads `x` again after the call (a skip connection), it silently sees the modified values. The "
+        "finding is on the write inside the callee, with the caller's line as the reason."
+    )
+    bad = """\
+class Clip(nn.Module):
+    def forward(self, x):
+        x.clamp_(-1, 1)          # TIP007: the caller's x
+        return x
+"""
+    good = """\
+class Clip(nn.Module):
+    def forward(self, x):
+        x = x.clone()            # write this module's own copy
+        x.clamp_(-1, 1)
+        return x
+"""
+    fix_doc = "Inserts `x = x.clone()` at the top of the callee. Unsafe: a caller that relied on the in-place update no longer sees it."
