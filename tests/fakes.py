@@ -52,5 +52,5 @@ FAKE_RULES = (Mutate, Other, Preview)
 @pytest.fixture
 def fake_rules(monkeypatch: pytest.MonkeyPatch) -> tuple[type[Rule], ...]:
     monkeypatch.setattr(registry, "all_rules", lambda: FAKE_RULES)
-    monkeypatch.setattr(analysis, "analyze", lambda module, path: FileAnalysis(path=path, module=module))
+    monkeypatch.setattr(analysis, "analyze", lambda module, path, project=None, preview=False: FileAnalysis(path=path, module=module))
     return FAKE_RULES

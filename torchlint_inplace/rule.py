@@ -38,7 +38,7 @@ class FormRule(Rule):
 
     def check(self, analysis: "FileAnalysis") -> Iterator[Finding]:
         for mutation in analysis.of_form(self.form):
-            if mutation.certain:
+            if mutation.certain or analysis.preview:
                 yield Finding(
                     path=analysis.path,
                     code=self.code,

@@ -32,8 +32,12 @@ class FileResult:
     traceback: str | None = None  # of an internal error, shown with --verbose
 
 
-def check_source(path: str, text: str, select: frozenset[str] | None = None) -> list[Finding]:
-    """Findings for one file's text, `# noqa` applied, sorted; `select=None` runs every rule."""
+def check_source(
+    path: str, text: str, select: frozenset[str] | None = None, preview: bool = False, project: analysis.Project | None = None
+) -> list[Finding]:
+    """Findings for one file's text, `# noqa` applied, sorted; `select=None` runs every rule.
+
+    `project` is shared by the files of one run, so that callee summaries are computed once."""
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as error:
@@ -41,7 +45,7 @@ def check_source(path: str, text: str, select: frozenset[str] | None = None) -> 
     suppressions = noqa.parse(text)
     if suppressions.whole_file:
         return []
-    file_analysis = analysis.analyze(module, path)
+    file_analysis = analysis.analyze(module, path, project, preview)
     findings: list[Finding] = []
     for rule in registry.all_rules():
         if select is None or rule.code in select:
@@ -72,14 +76,14 @@ def _ignored_codes(path: Path, settings: Settings) -> frozenset[str]:
     )
 
 
-def check_file(path: Path, settings: Settings) -> FileResult:
+def check_file(path: Path, settings: Settings, project: analysis.Project | None = None) -> FileResult:
     name = str(path)
     try:
         text = source.read(path).text
     except source.NotReadable as error:
         return FileResult(name, (not_checked(name, error.message, error.line),))
     try:
-        findings = check_source(name, text, frozenset(settings.select))
+        findings = check_source(name, text, frozenset(settings.select), settings.preview, project)
     except Exception as error:  # one file's bug in our analysis must not end the run
         message = INTERNAL_ERROR + f"{type(error).__name__}: {error}"
         return FileResult(name, (not_checked(name, message),), text, traceback.format_exc())
@@ -89,4 +93,5 @@ def check_file(path: Path, settings: Settings) -> FileResult:
 
 
 def check_files(paths: Iterable[Path], settings: Settings) -> list[FileResult]:
-    return [check_file(path, settings) for path in paths]
+    project = analysis.Project()
+    return [check_file(path, settings, project) for path in paths]

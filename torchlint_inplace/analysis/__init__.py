@@ -12,13 +12,14 @@ import libcst as cst
 
 from .interpreter import FunctionInterpreter
 from .model import FileAnalysis, Form, Mutation
-from .project import FileContext, Project, index_module
+from .project import FileContext, Project, key_of, index_module
 
 
-def analyze(module: cst.Module, path: str, project: Project | None = None) -> FileAnalysis:
+def analyze(module: cst.Module, path: str, project: Project | None = None, preview: bool = False) -> FileAnalysis:
     project = project or Project()
     ctx = index_module(path, module)
     project.add(ctx)
+    project.dependencies, project.scanned_roots = set(), set()
     sink: dict[tuple, Mutation] = {}
     _interpret(project, ctx, sink, report=ctx)
     if project.writes_arguments(ctx):
@@ -26,7 +27,8 @@ def analyze(module: cst.Module, path: str, project: Project | None = None) -> Fi
         for caller in project.importers(ctx):
             _interpret(project, caller, sink, report=ctx)
     mutations = sorted(sink.values(), key=lambda mutation: (mutation.span, mutation.form.value))
-    return FileAnalysis(path=path, module=module, mutations=mutations)
+    dependencies = frozenset(project.dependencies - {key_of(path)})
+    return FileAnalysis(path, module, mutations, preview, dependencies, frozenset(project.scanned_roots))
 
 
 def _interpret(project: Project, ctx: FileContext, sink: dict[tuple, Mutation], report: FileContext) -> None:

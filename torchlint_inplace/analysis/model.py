@@ -48,6 +48,11 @@ class FileAnalysis:
     path: str
     module: cst.Module
     mutations: list[Mutation] = field(default_factory=list)
+    preview: bool = False  # also report findings whose consequence cannot be proven
+    # Other files the result depends on (callee summaries, callers), and package roots whose
+    # set of files was scanned for callers: a results cache must key on both.
+    dependencies: frozenset[str] = frozenset()
+    scanned_roots: frozenset[str] = frozenset()
 
     def of_form(self, form: Form) -> list[Mutation]:
         return [m for m in self.mutations if m.form is form]

@@ -108,22 +108,27 @@ class Project:
         self._files: dict[str, FileContext | None] = {}
         self._summaries: dict[tuple[str, int], Summary] = {}
         self._argument_writers: set[str] = set()
+        # What the analysis of the current file read besides the file itself: the results cache
+        # must be invalidated when any of these change.
+        self.dependencies: set[str] = set()
+        self.scanned_roots: set[str] = set()
 
     def add(self, ctx: FileContext) -> None:
-        self._files[_key(ctx.path)] = ctx
+        self._files[key_of(ctx.path)] = ctx
 
     def file(self, path: Path) -> FileContext | None:
-        key = _key(path)
+        key = key_of(path)
+        self.dependencies.add(key)
         if key not in self._files:
             self._files[key] = _read_index(path)
         return self._files[key]
 
     def mark_argument_writer(self, ctx: FileContext) -> None:
         """A function in `ctx` writes into one of its own tensor arguments."""
-        self._argument_writers.add(_key(ctx.path))
+        self._argument_writers.add(key_of(ctx.path))
 
     def writes_arguments(self, ctx: FileContext) -> bool:
-        return _key(ctx.path) in self._argument_writers
+        return key_of(ctx.path) in self._argument_writers
 
     def importers(self, ctx: FileContext) -> list[FileContext]:
         """Files of the same package that import `ctx`'s module: the callers that may pass it tensors."""
@@ -131,9 +136,10 @@ class Project:
         root = here.parent
         while (root / "__init__.py").exists() and (root.parent / "__init__.py").exists():
             root = root.parent
+        self.scanned_roots.add(key_of(root))
         found = []
         for candidate in sorted(root.rglob("*.py"))[:MAX_IMPORTER_SCAN]:
-            if _key(candidate) == _key(here):
+            if key_of(candidate) == key_of(here):
                 continue
             try:
                 if here.stem not in candidate.read_text("utf-8", errors="replace"):
@@ -141,7 +147,7 @@ class Project:
             except OSError:
                 continue
             other = self.file(candidate)
-            if other is not None and any(_imported_file(other, local) and _key(_imported_file(other, local)[0]) == _key(here) for local in (*other.imports.relative, *other.imports.aliases)):
+            if other is not None and any(_imported_file(other, local) and key_of(_imported_file(other, local)[0]) == key_of(here) for local in (*other.imports.relative, *other.imports.aliases)):
                 found.append(other)
         return found
 
@@ -178,7 +184,7 @@ class Project:
         return self._summaries[key]
 
 
-def _key(path: str | Path) -> str:
+def key_of(path: str | Path) -> str:
     return os.path.normpath(os.path.abspath(path))
 
 
