@@ -193,10 +193,10 @@ def test_missing_path_is_reported_like_ruffs_io_error(project: Path) -> None:
 def test_crash_in_one_file_is_a_finding_and_other_files_are_checked(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real = analysis.analyze
 
-    def explode(module, path):
+    def explode(module, path, project=None, preview=False):
         if path.endswith("clean.py"):
             raise KeyError("boom")
-        return real(module, path)
+        return real(module, path, project, preview)
 
     monkeypatch.setattr(analysis, "analyze", explode)
     quiet = run("--format", "concise", "pkg")
