@@ -728,7 +728,8 @@ class FunctionInterpreter:
             form = Form.HIDDEN
         hazard = self.hazard_of(target, state, site, written)
         if hazard is not None:
-            self.emit(form, site, f"{action} `{written}` in place", hazard)
+            exclusive = isinstance(target_expr, cst.Name) and self.is_exclusive(target_expr.value, target, state)
+            self.emit(form, site, f"{action} `{written}` in place", hazard, target_expr, exclusive)
         elif hidden_from_reader and self.grad_enabled:
             pending = PendingWrite(form, site, action, written)
             for name, value in state.env.items():
@@ -751,7 +752,13 @@ class FunctionInterpreter:
         at = self.ctx.span_of(site.node) if self.report is self.ctx else None  # loop order only means something within one file
         return saved_hazard(self.ctx.path, written, certain or records, at, bool(certain), self.ctx.span_of)
 
-    def emit(self, form: Form, site: Site, action: str, hazard: Hazard) -> None:
+    def is_exclusive(self, name: str, target: Val, state: State) -> bool:
+        """A local that is not an argument and shares its storage with no other live name."""
+        if target.storages & self.param_storages:
+            return False
+        return not any(other != name and isinstance(value, Val) and value.storages & target.storages for other, value in state.env.items())
+
+    def emit(self, form: Form, site: Site, action: str, hazard: Hazard, target: cst.CSTNode | None = None, exclusive: bool = False) -> None:
         if site.path != self.report.path:
             return  # reported when the file it lives in is checked
         if self.report is not self.ctx:
@@ -767,6 +774,8 @@ class FunctionInterpreter:
                 related=hazard.related,
                 help=hazard.help,
                 certain=hazard.certain,
+                target=target if site.path == self.ctx.path else None,
+                exclusive=exclusive and site.path == self.ctx.path,
             ),
         )
 

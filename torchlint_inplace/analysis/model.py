@@ -41,6 +41,11 @@ class Mutation:
     help: str = ""
     fix: Fix | None = None
     certain: bool = True  # False: real in-place write whose consequence cannot be proven (preview)
+    # For the fixer: the expression written in place (`x` in `x.add_(1)`, `x[i] = v`, `x += 1`,
+    # `self.act(x)`), and whether it is a plain local name no other live name aliases, so that
+    # rebinding it cannot change what any other reader or caller observes (a safe fix).
+    target: cst.CSTNode | None = field(default=None, compare=False, hash=False)
+    exclusive: bool = False
 
 
 @dataclass
