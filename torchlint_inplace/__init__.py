@@ -1,3 +1,12 @@
 """torchlint-inplace: find the in-place tensor mutations that break autograd, before anything runs."""
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """`torchlint_inplace.trace` and its error, imported on first use: the static linter never loads torch."""
+    if name in ("trace", "InplaceCulpritError"):
+        from . import runtime
+
+        return getattr(runtime, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -191,3 +191,19 @@ def rule(code: str | None, show_all: bool) -> None:
         click.echo(ruledoc.render(rule_class), nl=False)
     else:
         fail(f"unknown rule code {code!r}; `torchlint-inplace rule --all` lists every rule")
+
+
+@main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--fail-fast", is_flag=True, help="Raise at the in-place write itself instead of at backward().")
+@click.argument("script", type=click.Path(dir_okay=False))
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def trace(fail_fast: bool, script: str, args: Sequence[str]) -> None:
+    """Run SCRIPT [ARGS]... under the culprit tracer (needs torch): an in-place error names the line
+    that saved the tensor and the line that modified it. Exits with the script's exit code."""
+    try:
+        from .runtime.script import run_script
+    except ImportError as error:
+        if (error.name or "").partition(".")[0] != "torch":
+            raise
+        fail("`torchlint-inplace trace` needs torch: pip install 'torchlint-inplace[runtime]'")
+    sys.exit(run_script(script, args, fail_fast=fail_fast))

@@ -1,0 +1,235 @@
+"""The culprit tracer against torch itself: every fixture that hits autograd's version-counter
+error must be explained with the fixture's own `# expect:` line (and rule) as the mutation and a
+fixture line as the save; every safe driver must run clean, also in fail-fast mode."""
+
+from __future__ import annotations
+
+import traceback
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from test_fixtures import DRIVER_CASES, FIXTURES, _kind, _package_root, _test_id, expected_findings, load_fixture  # noqa: E402
+
+from torchlint_inplace.runtime import InplaceCulpritError, trace  # noqa: E402
+
+VERSION_ERROR = "modified by an inplace operation"
+RAISES = [case for case in DRIVER_CASES if _kind(case[1]) == "raises"]
+SAFE = [case for case in DRIVER_CASES if _kind(case[1]) == "safe"]
+
+
+def _ids(cases):
+    return [f"{_test_id(path)}::{name}" for path, name in cases]
+
+
+def _expected_writes(path: Path) -> dict[tuple[str, int], str]:
+    """(file, line) -> rule code of every `# expect:` line in the fixture's unit (file or package)."""
+    root = _package_root(path)
+    files = sorted(root.rglob("*.py")) if root else [path]
+    return {(str(file), line): code for file in files for line, code in expected_findings(file.read_text(encoding="utf-8"))}
+
+
+def _run(driver, fail_fast: bool) -> InplaceCulpritError:
+    torch.manual_seed(0)
+    with pytest.raises(InplaceCulpritError) as caught:
+        with trace(fail_fast=fail_fast):
+            driver()
+    return caught.value
+
+
+def _plain_error(driver) -> str | None:
+    torch.manual_seed(0)
+    try:
+        driver()
+    except RuntimeError as error:
+        return str(error)
+    return None
+
+
+@pytest.mark.parametrize("fail_fast", [False, True], ids=["at-backward", "fail-fast"])
+@pytest.mark.parametrize(("path", "name"), RAISES, ids=_ids(RAISES))
+def test_raising_fixture_is_explained_with_its_expected_lines(path: Path, name: str, fail_fast: bool) -> None:
+    driver = getattr(load_fixture(path), name)
+    plain = _plain_error(driver)
+    assert plain is not None, "a raises_ driver ran clean"
+    if VERSION_ERROR not in plain:
+        pytest.skip(f"autograd refuses this write on the spot, not at backward: {plain.splitlines()[0]}")
+    error = _run(driver, fail_fast)
+    expected = _expected_writes(path)
+    writes = [(write.file, write.line) for write in error.writes]
+    assert writes and set(writes) <= set(expected), f"writes at {writes}, expected among {sorted(expected)}"
+    assert error.rule == expected[writes[-1]]
+    assert error.saved.file in {file for file, _ in expected} and error.saved.code, "the saving line is not in the fixture"
+    assert (error.saved.file, error.saved.line) not in expected, "the save was attributed to the mutating line"
+    assert error.at_write is fail_fast
+    message = str(error)
+    assert VERSION_ERROR in message
+    for file, line in [(error.saved.file, error.saved.line), *writes]:
+        assert f"{Path(file).name}:{line}" in message
+    if fail_fast:  # the ordinary traceback already ends in the user's mutating line
+        user_frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename.startswith(str(FIXTURES))]
+        assert (user_frames[-1].filename, user_frames[-1].lineno) == writes[-1]
+
+
+@pytest.mark.parametrize("fail_fast", [False, True], ids=["at-backward", "fail-fast"])
+@pytest.mark.parametrize(("path", "name"), SAFE, ids=_ids(SAFE))
+def test_safe_fixture_runs_clean(path: Path, name: str, fail_fast: bool) -> None:
+    torch.manual_seed(0)
+    with trace(fail_fast=fail_fast):
+        getattr(load_fixture(path), name)()
+
+
+# --- the tracer's own behaviour --------------------------------------------------------------
+
+
+def _sigmoid_then_write(x: torch.Tensor) -> torch.Tensor:
+    s = torch.sigmoid(x)
+    s.view(-1)[0] = 0.0  # the culprit: a view shares the saved result's storage
+    return s
+
+
+def test_error_carries_structured_data() -> None:
+    x = torch.randn(2, 3, requires_grad=True)
+    with pytest.raises(RuntimeError, match=VERSION_ERROR) as caught, trace():
+        _sigmoid_then_write(x).sum().backward()
+    error = caught.value
+    assert isinstance(error, InplaceCulpritError)
+    assert (error.tensor.shape, error.tensor.dtype, error.tensor.device) == ((2, 3), "torch.float32", "cpu")
+    assert error.saved.op == "sigmoid" and error.saved.code == "s = torch.sigmoid(x)"
+    assert error.saved.line == _sigmoid_then_write.__code__.co_firstlineno + 1
+    [write] = error.writes
+    assert (write.op, write.line, write.version) == ("copy_", error.saved.line + 1, 1)
+    assert write.code.startswith("s.view(-1)[0] = 0.0")
+    assert (error.rule, write.diagnosis.code) == ("TIP002", "TIP002")
+    assert error.version == 1 and error.saved.version == 0
+
+
+def test_every_write_since_the_save_is_listed() -> None:
+    x = torch.randn(3, requires_grad=True)
+    with pytest.raises(InplaceCulpritError) as caught, trace():
+        e = x.exp()
+        e.mul_(2)
+        e += 1
+        e.sum().backward()
+    assert [(w.op, w.version, w.diagnosis.code) for w in caught.value.writes] == [("mul_", 1, "TIP001"), ("add_", 2, "TIP003")]
+
+
+def test_decorator_form() -> None:
+    @trace()
+    def step(x: torch.Tensor) -> None:
+        _sigmoid_then_write(x).sum().backward()
+
+    for _ in range(2):  # the same decorated function twice: each call gets a fresh tracer state
+        with pytest.raises(InplaceCulpritError):
+            step(torch.randn(3, requires_grad=True))
+
+
+def test_package_exposes_trace_lazily() -> None:
+    import torchlint_inplace
+
+    assert torchlint_inplace.trace is trace or callable(torchlint_inplace.trace)
+    assert torchlint_inplace.InplaceCulpritError is InplaceCulpritError
+
+
+def test_retained_graph_second_backward_names_the_write() -> None:
+    x = torch.randn(4, requires_grad=True)
+    with trace():
+        y = torch.tanh(x)
+        loss = y.sum()
+        loss.backward(retain_graph=True)  # fine: nothing written yet
+        y.zero_()
+        with pytest.raises(InplaceCulpritError) as caught:
+            loss.backward()
+    assert caught.value.saved.op == "tanh" and [w.op for w in caught.value.writes] == ["zero_"]
+
+
+def test_retained_graph_stays_pending_in_fail_fast() -> None:
+    """retain_graph=True keeps a graph to backpropagate it again: writing over it is the bug."""
+    x = torch.randn(4, requires_grad=True)
+    with trace(fail_fast=True):
+        y = torch.tanh(x)
+        y.sum().backward(retain_graph=True)
+        with pytest.raises(InplaceCulpritError, match="refused"):
+            y.zero_()
+        del y  # the graph is freed with its last reference: writes are fine again
+        z = torch.tanh(x)
+        z.sum().backward()
+        z.zero_()
+
+
+def test_training_loop_reuses_buffers_after_backward_in_fail_fast() -> None:
+    """Each step writes parameters and a buffer that the previous step's graph saved; that graph
+    was consumed by backward(), so none of it is pending."""
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
+    scale = torch.ones(4)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    with trace(fail_fast=True):
+        for _ in range(3):
+            loss = (model(torch.randn(8, 4)) * scale.sum()).pow(2).mean() + (model[0].weight * scale).sum()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            scale.mul_(0.9)
+
+
+def test_optimizer_step_before_second_backward_is_tip009_in_fail_fast() -> None:
+    model = torch.nn.Linear(3, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(InplaceCulpritError) as caught, trace(fail_fast=True):
+        out = model(torch.randn(5, 3, requires_grad=True))
+        out.sum().backward(retain_graph=True)  # kept for a second backward, which would raise
+        optimizer.step()
+    assert caught.value.rule == "TIP009" and "optimizer.step()" in caught.value.writes[-1].code
+
+
+def test_checkpointed_model_runs_clean_and_writes_after_it_are_explained() -> None:
+    from torch.utils.checkpoint import checkpoint
+
+    block = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(inplace=True), torch.nn.Linear(4, 4))
+    x = torch.randn(2, 4, requires_grad=True)
+    with trace(fail_fast=True):
+        checkpoint(block, x, use_reentrant=False).sigmoid().sum().backward()
+    with pytest.raises(InplaceCulpritError) as caught, trace():
+        y = checkpoint(block, x, use_reentrant=False).sigmoid()
+        y.add_(1)
+        y.sum().backward()
+    assert caught.value.saved.op == "sigmoid" and caught.value.writes[-1].code == "y.add_(1)"
+
+
+def test_autocast_bfloat16_on_cpu() -> None:
+    linear = torch.nn.Linear(4, 4)
+    x = torch.randn(2, 4)
+    with trace(fail_fast=True), torch.autocast("cpu", dtype=torch.bfloat16):
+        linear(x).sigmoid().sum().backward()
+    with pytest.raises(InplaceCulpritError) as caught, trace(), torch.autocast("cpu", dtype=torch.bfloat16):
+        h = linear(x)
+        g = h.sigmoid()
+        g.clamp_(0.1, 0.9)
+        g.sum().backward()
+    assert caught.value.tensor.dtype == "torch.bfloat16" and caught.value.writes[-1].op == "clamp_"
+
+
+def test_writes_outside_the_traced_block_are_still_caught_at_backward() -> None:
+    """A write the dispatch mode never saw still changes the version: the error says so."""
+    x = torch.randn(3, requires_grad=True)
+    with trace():
+        y = x.exp()
+    y.add_(1)
+    with pytest.raises(InplaceCulpritError, match="did not see") as caught, trace():
+        y.sum().backward()
+    assert caught.value.writes == ()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cuda_tensors() -> None:
+    x = torch.randn(8, 8, device="cuda", requires_grad=True)
+    with pytest.raises(InplaceCulpritError) as caught, trace():
+        y = _sigmoid_then_write(x)
+        y.sum().backward()
+    assert caught.value.tensor.device == "cuda:0" and caught.value.rule == "TIP002"
+    with pytest.raises(InplaceCulpritError), trace(fail_fast=True):
+        _sigmoid_then_write(x)
+    with trace(fail_fast=True):
+        torch.sigmoid(x).sum().backward()

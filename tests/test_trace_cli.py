@@ -1,0 +1,142 @@
+"""`torchlint-inplace trace script.py` and `python -m torchlint_inplace.trace`: a user's crashing
+script comes back with the saving and the mutating line, and everything else passes through."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+pytest.importorskip("torch")
+
+from conftest import SEED_HAZARD, SeedFiles  # noqa: E402
+
+from torchlint_inplace.cli import main  # noqa: E402
+from torchlint_inplace.runtime.script import run_script  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+SEED2_FIXTURE = REPO / "fixtures" / "seeds" / "seed2_class_a.py"
+
+GAN_SCRIPT = """\
+import argparse
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--steps", type=int, default=1)
+steps = parser.parse_args().steps
+
+torch.manual_seed(0)
+G = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 8), nn.Tanh())
+D = nn.Sequential(nn.Linear(8, 16), nn.LeakyReLU(0.2), nn.Linear(16, 1))
+opt_g = torch.optim.Adam(G.parameters(), lr=2e-4)
+opt_d = torch.optim.Adam(D.parameters(), lr=2e-4)
+
+for step in range(steps):
+    real = torch.randn(32, 8)
+    fake = G(torch.randn(32, 4))
+    d_fake = D(fake)
+    loss_d = F.softplus(d_fake).mean() + F.softplus(-D(real)).mean()
+    opt_d.zero_grad()
+    loss_d.backward(retain_graph=True)
+    opt_d.step()
+    loss_g = F.softplus(-d_fake).mean()
+    opt_g.zero_grad()
+    loss_g.backward()
+    opt_g.step()
+    print("step", step, "done")
+"""
+
+
+def _line_of(text: str, code: str) -> int:
+    return next(number for number, line in enumerate(text.splitlines(), 1) if line.strip() == code)
+
+
+def _run(*argv: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    return subprocess.run([str(arg) for arg in argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
+def _console_script() -> str:
+    return str(Path(sys.executable).parent / "torchlint-inplace")
+
+
+def test_seed2_script_names_both_lines(seed_files: SeedFiles, tmp_path: Path) -> None:
+    """The seed as its author ran it: module-level `y = A()(); y.backward()`."""
+    script = tmp_path / "seed.py"
+    script.write_text(SEED_HAZARD + "\ny = A()()\ny.backward()\n", encoding="utf-8")
+    result = _run(_console_script(), "trace", script, cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert f"seed.py:{seed_files.saving_line} in A.forward" in result.stderr
+    assert f"seed.py:{seed_files.mutation_line} in A.forward" in result.stderr
+    assert "> " + str(seed_files.mutation_line) + " |         t[:] = 3.0" in result.stderr
+    assert "TIP002" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_seed2_fixture_under_python_m(tmp_path: Path) -> None:
+    script = tmp_path / "run_seed.py"
+    script.write_text(f"import runpy\nrunpy.run_path({str(SEED2_FIXTURE)!r})['raises_seed_script']()\n", encoding="utf-8")
+    result = _run(sys.executable, "-m", "torchlint_inplace.trace", script, cwd=tmp_path)
+    text = SEED2_FIXTURE.read_text(encoding="utf-8")
+    assert result.returncode == 1, result.stderr
+    assert f"seed2_class_a.py:{_line_of(text, 'y = self.x * t')} in A.forward" in result.stderr
+    assert f"seed2_class_a.py:{_line_of(text, 't[:] = 3.0  # expect: TIP002')} in A.forward" in result.stderr
+
+
+@pytest.mark.parametrize("fail_fast", [False, True], ids=["at-backward", "fail-fast"])
+def test_gan_two_optimizers_script(tmp_path: Path, fail_fast: bool) -> None:
+    script = tmp_path / "train_gan.py"
+    script.write_text(GAN_SCRIPT, encoding="utf-8")
+    result = _run(_console_script(), "trace", *(["--fail-fast"] if fail_fast else []), script, "--steps", "3", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert "step 0 done" not in result.stdout
+    assert f"train_gan.py:{_line_of(GAN_SCRIPT, 'd_fake = D(fake)')} in <module>" in result.stderr
+    assert f"train_gan.py:{_line_of(GAN_SCRIPT, 'opt_d.step()')} in <module>" in result.stderr
+    assert "TIP009" in result.stderr and ("refused" in result.stderr) is fail_fast
+
+
+def test_script_sees_its_argv_main_and_folder_and_exit_code_passes_through(tmp_path: Path, capsys) -> None:
+    (tmp_path / "helper_module_for_trace.py").write_text("VALUE = 7\n", encoding="utf-8")
+    script = tmp_path / "script.py"
+    script.write_text(
+        textwrap.dedent(
+            """\
+            import sys
+            import helper_module_for_trace
+            print(sys.argv, __name__, helper_module_for_trace.VALUE)
+            sys.exit(int(sys.argv[1]))
+            """
+        ),
+        encoding="utf-8",
+    )
+    argv_before = sys.argv[:]
+    assert run_script(str(script), ["3", "--flag"]) == 3
+    assert capsys.readouterr().out == f"[{str(script)!r}, '3', '--flag'] __main__ 7\n"
+    assert run_script(str(script), ["0"]) == 0
+    assert sys.argv == argv_before and str(tmp_path) not in sys.path
+
+
+def test_clean_script_exits_zero_and_missing_script_is_a_usage_error(tmp_path: Path) -> None:
+    script = tmp_path / "clean.py"
+    script.write_text("import torch\nx = torch.randn(3, requires_grad=True)\ny = x.sigmoid()\ny.sum().backward()\n", encoding="utf-8")
+    runner = CliRunner()
+    assert runner.invoke(main, ["trace", str(script)]).exit_code == 0
+    missing = runner.invoke(main, ["trace", str(tmp_path / "nope.py")])
+    assert missing.exit_code == 2 and "no such script" in missing.output
+
+
+def test_trace_without_torch_says_so(monkeypatch, tmp_path: Path) -> None:
+    for name in [name for name in sys.modules if name.startswith("torchlint_inplace.runtime")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "torch", None)
+    script = tmp_path / "any.py"
+    script.write_text("", encoding="utf-8")
+    result = CliRunner().invoke(main, ["trace", str(script)])
+    assert result.exit_code == 2
+    assert "needs torch" in result.output

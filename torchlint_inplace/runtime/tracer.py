@@ -1,0 +1,208 @@
+"""The culprit tracer: who saved each tensor for backward, and who wrote over it since.
+
+Two PyTorch hooks cooperate. Saved-tensor hooks see every tensor an op saves for backward (pack)
+and every time backward reads one (unpack); with them installed autograd skips its own
+version check, so unpack does it, and raises with the full story when the version moved. A
+`TorchDispatchMode` sees every aten op below autograd; the ops whose schema marks an argument as
+written (`Tensor(a!)`) are the in-place writes, matched to saved tensors by storage, since views
+share their base's storage and version counter.
+
+A saved tensor is tracked only while autograd holds it: the pack hook's record is owned by the
+graph, so a graph freed by backward() (or by going out of scope) drops its records, and a write
+to a buffer that only a finished graph had saved is no hazard. A graph kept by
+`retain_graph=True` stays pending: it was kept to be backpropagated again (the GAN bug).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from .report import InplaceCulpritError, SavedEvent, TensorInfo, WriteEvent, write_event
+from .sites import user_site
+
+_DETACH = torch.ops.aten.detach.default
+
+# Dropping index entries whose records all died costs a pass over the index; do it this often.
+_SWEEP_EVERY = 4096
+
+
+class _Saved:
+    """What the pack hook hands autograd: the saved tensor (detached, so no reference cycle
+    through its grad_fn; the alias shares storage and version counter) and its history."""
+
+    __slots__ = ("alias", "version", "op", "site", "writes", "__weakref__")
+
+    def __init__(self, alias: torch.Tensor, version: int, site) -> None:
+        self.alias = alias
+        self.version = version
+        self.op = "?"
+        self.site = site
+        self.writes: list[WriteEvent] = []
+
+    def event(self) -> SavedEvent:
+        return SavedEvent(self.op, self.version, self.site)
+
+
+def _storage_key(tensor: torch.Tensor) -> int | None:
+    """Identity of the storage (not the tensor): every view of a base maps to the same key."""
+    try:
+        return tensor.untyped_storage()._cdata
+    except (RuntimeError, NotImplementedError):  # tensors without storage (sparse, nested, functional)
+        return None
+
+
+def _tensor_info(tensor: torch.Tensor) -> TensorInfo:
+    return TensorInfo(tuple(tensor.shape), str(tensor.dtype), str(tensor.device), tensor.type())
+
+
+def _op_of_node(name: str) -> str:
+    """`MulBackward0` -> `mul`: the forward op an autograd node differentiates."""
+    base = name.split("Backward", 1)[0]
+    return "".join("_" + c.lower() if c.isupper() else c for c in base).lstrip("_") or name
+
+
+class _WriteWatch(TorchDispatchMode):
+    """Logs in-place writes to saved storages; in fail-fast mode refuses them. Also names the op
+    that saved each tensor: inputs are saved just before their op reaches dispatch, results just
+    after, so a pending record belongs to the next op unless it is a result of the last one."""
+
+    def __init__(self, tracer: Tracer) -> None:
+        super().__init__()
+        self.tracer = tracer
+        self.last_op = "?"
+        self.last_outputs: tuple[Any, ...] = ()
+        self.pending: list[_Saved] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is _DETACH:  # the pack hook's own detach; a user's saves nothing either
+            return func(*args, **kwargs)
+        name = func._opname.lstrip("_")
+        if self.pending:
+            for record in self.pending:
+                record.op = name
+            self.pending.clear()
+        written = self.tracer.written_arguments(func)
+        if written:
+            self.tracer.on_write(name, list(_values(args, kwargs, written)))
+        out = func(*args, **kwargs)
+        self.last_op = name
+        self.last_outputs = out if isinstance(out, (tuple, list)) else (out,)
+        return out
+
+
+def _values(args, kwargs, written):
+    for index, name in written:
+        value = args[index] if index < len(args) else kwargs.get(name)
+        if isinstance(value, torch.Tensor):
+            yield value
+        elif isinstance(value, (list, tuple)):
+            yield from (item for item in value if isinstance(item, torch.Tensor))
+
+
+class Tracer(contextlib.ContextDecorator):
+    """`with trace():` / `@trace()`: explains (or, with fail_fast, prevents) the in-place error."""
+
+    def __init__(self, fail_fast: bool = False) -> None:
+        self.fail_fast = fail_fast
+        self._entered: list[tuple[contextlib.ExitStack, _WriteWatch | None]] = []
+        self._write_args: dict[Any, tuple[tuple[int, str], ...]] = {}
+        self._index: dict[int, weakref.WeakSet[_Saved]] = {}
+        self._packs = 0
+        self._watch: _WriteWatch | None = None
+
+    def __enter__(self) -> Tracer:
+        stack = contextlib.ExitStack()
+        self._entered.append((stack, self._watch))
+        self._watch = stack.enter_context(_WriteWatch(self))
+        stack.enter_context(torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack))
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        stack, self._watch = self._entered.pop()
+        stack.__exit__(*exc_info)
+
+    # --- schema facts -------------------------------------------------------------------
+
+    def written_arguments(self, func) -> tuple[tuple[int, str], ...]:
+        written = self._write_args.get(func)
+        if written is None:
+            written = self._write_args[func] = tuple(
+                (index, argument.name)
+                for index, argument in enumerate(func._schema.arguments)
+                if argument.alias_info is not None and argument.alias_info.is_write
+            )
+        return written
+
+    # --- saved-tensor hooks ---------------------------------------------------------------
+
+    def _pack(self, tensor: torch.Tensor) -> _Saved:
+        record = _Saved(tensor.detach(), tensor._version, user_site())
+        watch = self._watch
+        if watch is not None and _is_saved_result(tensor, watch.last_outputs):
+            record.op = watch.last_op
+        elif watch is not None:
+            watch.pending.append(record)
+        key = _storage_key(tensor)
+        if key is not None:
+            self._index.setdefault(key, weakref.WeakSet()).add(record)
+        self._packs += 1
+        if self._packs % _SWEEP_EVERY == 0:
+            self._index = {key: records for key, records in self._index.items() if records}
+        return record
+
+    def _unpack(self, record: _Saved) -> torch.Tensor:
+        node = torch._C._current_autograd_node()
+        if node is not None:
+            record.op = _op_of_node(node.name())
+        version = record.alias._version
+        if version != record.version:
+            raise InplaceCulpritError(_tensor_info(record.alias), record.event(), tuple(record.writes), version, at_write=False)
+        return record.alias
+
+    # --- writes ---------------------------------------------------------------------------
+
+    def on_write(self, op: str, targets: list[torch.Tensor]) -> None:
+        for target in targets:
+            key = _storage_key(target)
+            records = self._index.get(key) if key is not None else None
+            if not records:
+                continue
+            site = user_site()
+            for record in list(records):
+                write = write_event(op, target._version + 1, site, record.event())
+                record.writes.append(write)
+                if self.fail_fast:
+                    raise InplaceCulpritError(_tensor_info(record.alias), record.event(), tuple(record.writes), target._version, at_write=True)
+
+
+def _is_saved_result(tensor: torch.Tensor, outputs: tuple[Any, ...]) -> bool:
+    """Whether `tensor` is being saved as a result of the op that just ran (sigmoid, softmax,
+    exp, ... save their output), rather than as an input of the op about to run."""
+    node = tensor.grad_fn
+    return node is not None and any(tensor is out for out in outputs) and _saves_result(type(node))
+
+
+_saves_result_cache: dict[type, bool] = {}
+
+
+def _saves_result(node_type: type) -> bool:
+    saves = _saves_result_cache.get(node_type)
+    if saves is None:
+        saves = _saves_result_cache[node_type] = any(name.startswith("_saved_result") for name in dir(node_type))
+    return saves
+
+
+def trace(fail_fast: bool = False) -> Tracer:
+    """Run a block (or, as a decorator, a function) under the culprit tracer.
+
+    On a version-counter error at backward, raises `InplaceCulpritError` (a RuntimeError) naming
+    the line that saved the tensor and every line that modified it since. With `fail_fast`, the
+    in-place write itself raises, before it runs, at the mutating line.
+    """
+    return Tracer(fail_fast=fail_fast)
