@@ -37,7 +37,11 @@ def message(action: str, hazard: Hazard) -> str:
 
 
 def _save_notes(path: str, records: Sequence[SaveRecord], span_of: SpanOf) -> tuple[Related, ...]:
-    return tuple(Related(path, span_of(record.node), f"`{record.op}` saved `{record.what}` for backward here") for record in records)
+    return tuple(Related(path, span_of(record.node), f"`{record.op}` saved {_saved_thing(record)} for backward here") for record in records)
+
+
+def _saved_thing(record: SaveRecord) -> str:
+    return record.what if record.what == "its result" else f"`{record.what}`"
 
 
 def _whom(record: SaveRecord, target: str) -> str:
