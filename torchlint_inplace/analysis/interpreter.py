@@ -657,7 +657,7 @@ class FunctionInterpreter:
             state.steps = frozenset()
             retain = next((arg for arg in call.args if _keyword(arg) == "retain_graph"), None)
             state.retained = call if retain is not None and _literal(retain.value) is not False else None
-        elif method == "step" and state.retained is not None:
+        elif method == "step" and state.retained is not None and _steps_an_optimizer(call):
             state.steps |= {Site(self.ctx.path, call)}
 
     # ----------------------------------------------------------------- saves and writes
@@ -868,6 +868,12 @@ def _argument_texts(ctx: FileContext, call: cst.Call, params: Sequence[str]) -> 
         if name is not None:
             texts[name] = ctx.code_of(arg.value)
     return texts
+
+
+def _steps_an_optimizer(call: cst.Call) -> bool:
+    """`opt.step()`, `self.optimizer.step()`, `scaler.step(optimizer)`; not `scheduler.step()`."""
+    names = [dotted(call.func.value)] + [dotted(arg.value) for arg in call.args]  # type: ignore[attr-defined]
+    return any(name is not None and "opt" in name.rsplit(".", 1)[-1].lower() for name in names)
 
 
 def _keyword(arg: cst.Arg) -> str | None:
