@@ -83,13 +83,18 @@ def check_file(path: Path, settings: Settings, project: analysis.Project | None 
     except source.NotReadable as error:
         return FileResult(name, (not_checked(name, error.message, error.line),))
     try:
-        findings = check_source(name, text, frozenset(settings.select), settings.preview, project)
+        kept = tuple(lint_text(path, text, settings, project))
     except Exception as error:  # one file's bug in our analysis must not end the run
         message = INTERNAL_ERROR + f"{type(error).__name__}: {error}"
         return FileResult(name, (not_checked(name, message),), text, traceback.format_exc())
-    ignored = _ignored_codes(path, settings) - {NOT_CHECKED_CODE}
-    kept = tuple(finding for finding in findings if finding.code not in ignored)
     return FileResult(name, kept, text if kept else None)
+
+
+def lint_text(path: Path, text: str, settings: Settings, project: analysis.Project | None = None) -> list[Finding]:
+    """The findings `check_file` reports for `path` holding `text`: also how --fix relints its result."""
+    findings = check_source(str(path), text, frozenset(settings.select), settings.preview, project)
+    ignored = _ignored_codes(path, settings) - {NOT_CHECKED_CODE}
+    return [finding for finding in findings if finding.code not in ignored]
 
 
 def check_files(paths: Iterable[Path], settings: Settings) -> list[FileResult]:
