@@ -8,6 +8,7 @@ call first needs them and kept for the rest of the run; nothing is imported or e
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from .torch_facts import TorchFacts, torch_facts
 
 MAX_PROJECT_FILE_BYTES = 2_000_000
 MAX_IMPORTER_SCAN = 500
+MAX_CACHED_FILES = 64
 
 
 @dataclass
@@ -105,7 +107,8 @@ class Project:
     """Files of one run, indexed once each, and the summaries computed from them."""
 
     def __init__(self) -> None:
-        self._files: dict[str, FileContext | None] = {}
+        # Most recently used last; bounded so that a large tree never keeps every syntax tree alive.
+        self._files: OrderedDict[str, FileContext | None] = OrderedDict()
         self._summaries: dict[tuple[str, int], Summary] = {}
         self._argument_writers: set[str] = set()
         # What the analysis of the current file read besides the file itself: the results cache
@@ -114,14 +117,24 @@ class Project:
         self.scanned_roots: set[str] = set()
 
     def add(self, ctx: FileContext) -> None:
-        self._files[key_of(ctx.path)] = ctx
+        self._remember(key_of(ctx.path), ctx)
 
     def file(self, path: Path) -> FileContext | None:
         key = key_of(path)
         self.dependencies.add(key)
-        if key not in self._files:
-            self._files[key] = _read_index(path)
-        return self._files[key]
+        if key in self._files:
+            self._files.move_to_end(key)
+            return self._files[key]
+        return self._remember(key, _read_index(path))
+
+    def _remember(self, key: str, ctx: FileContext | None) -> FileContext | None:
+        self._files[key] = ctx
+        self._files.move_to_end(key)
+        while len(self._files) > MAX_CACHED_FILES:
+            evicted, _ = self._files.popitem(last=False)
+            for summary_key in [k for k in self._summaries if k[0] == evicted]:
+                del self._summaries[summary_key]
+        return ctx
 
     def mark_argument_writer(self, ctx: FileContext) -> None:
         """A function in `ctx` writes into one of its own tensor arguments."""
@@ -175,7 +188,7 @@ class Project:
         return (other, found) if found is not None else None
 
     def summary(self, ctx: FileContext, func: cst.FunctionDef, cls: ClassInfo | None) -> Summary:
-        key = (ctx.path, id(func))
+        key = (key_of(ctx.path), id(func))
         if key not in self._summaries:
             self._summaries[key] = EMPTY  # recursion guard: a function calling itself learns nothing
             from .interpreter import summarize
