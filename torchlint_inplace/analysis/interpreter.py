@@ -108,6 +108,7 @@ class FunctionInterpreter:
         self.contract: FunctionContract | None = None
         self.ctx_name: str | None = None
         self.grad_enabled = True
+        self.discarded: cst.BaseExpression | None = None
         self.autocast: str | None = None
         self.loop_depth = 0
         self.jumps: list[list[State]] = []
@@ -206,6 +207,7 @@ class FunctionInterpreter:
         return state
 
     def eval_statement_expression(self, expr: cst.BaseExpression, state: State) -> None:
+        self.discarded = expr  # a call made for its side effects: its arguments are meant to change
         if isinstance(expr, cst.Call):
             qualname = self.ctx.imports.qualname(expr.func)
             if qualname in _SET_GRAD and expr.args:
@@ -604,8 +606,9 @@ class FunctionInterpreter:
         if self.autocast is not None:
             result = Val(result.storages, result.grad, result.origin, dtype=self.autocast)
         if self.grad_enabled:
-            if "input" in saves:
-                # Saved for the module's own weight gradient, whatever the input is.
+            if "input" in saves and not module.inplace:
+                # Saved for the module's own weight gradient, whatever the input is. (In place,
+                # autograd saves a copy of the input it is about to overwrite.)
                 argument = self.ctx.code_of(call.args[0].value) if call.args else "its input"
                 state.add_save(value, SaveRecord(label, argument, call))
             if "result" in saves and value.grad > Grad.NO:
@@ -635,8 +638,9 @@ class FunctionInterpreter:
             if write.via_activation:
                 self.write(Form.INPLACE_ACTIVATION, call, argument or call, value, state, f"`{label}(...)` applies an inplace activation that rewrites", hidden_from_reader=True)
             else:
-                site = write.site
-                self.write(Form.ARGUMENT, call, argument or call, value, state, f"{write.action.rstrip()} the caller's", hidden_from_reader=True, site=site)
+                # `helper(x)` as a statement is called to update `x`: reading `x` afterwards is intended.
+                intended = {dotted(argument)} if argument is not None and call is self.discarded else set()
+                self.write(Form.ARGUMENT, call, argument or call, value, state, f"{write.action.rstrip()} the caller's", True, write.site, intended)
         if self.grad_enabled:
             for index, records in summary.saves.items():
                 value = bound.get(index)
@@ -709,6 +713,7 @@ class FunctionInterpreter:
         action: str,
         hidden_from_reader: bool = False,
         site: Site | None = None,
+        intended_readers: set[str | None] = frozenset(),
     ) -> None:
         """An in-place write to `target`: report it if the analysis can say why it breaks."""
         if not target.is_tensor:
@@ -733,7 +738,7 @@ class FunctionInterpreter:
         elif hidden_from_reader and self.grad_enabled:
             pending = PendingWrite(form, site, action, written)
             for name, value in state.env.items():
-                if isinstance(value, Val) and value.storages & target.storages:
+                if isinstance(value, Val) and value.storages & target.storages and name not in intended_readers:
                     state.stale[name] = pending
 
     def hazard_of(self, target: Val, state: State, site: Site, written: str) -> Hazard | None:
