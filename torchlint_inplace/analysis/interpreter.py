@@ -35,6 +35,7 @@ from .values import (
     fresh_storage,
     merge_states,
     merge_values,
+    reachable,
 )
 
 _BINARY_OPS = {
@@ -188,9 +189,9 @@ class FunctionInterpreter:
             if small.value is not None:
                 value = self.eval(small.value, state)
                 if self.recorder is not None:
-                    self.recorder.on_return(_storages(value))
+                    self.recorder.on_return(reachable(value))
                 if self.contract is not None:
-                    self.contract.on_return(small, _storages(value))
+                    self.contract.on_return(small, reachable(value))
             if self.recorder is not None:
                 self.recorder.on_saves(state.saves)
             state.dead = True
@@ -900,15 +901,6 @@ def _grad(value: Value | None) -> Grad:
 
 def _is_tensor(value: Value | None) -> bool:
     return isinstance(value, Val) and value.is_tensor
-
-
-def _storages(value: Value) -> frozenset[int]:
-    if isinstance(value, Val):
-        found = value.storages
-        for item in value.items or ():
-            found |= _storages(item)
-        return found
-    return frozenset()
 
 
 def _item(value: Value, index: int) -> Value:

@@ -146,10 +146,33 @@ class State:
             self.saves[storage] = self.saves.get(storage, frozenset()) | {record}
 
 
+def reachable(value: Value) -> frozenset[int]:
+    if isinstance(value, Val):
+        found = value.storages
+        for item in value.items or ():
+            found |= reachable(item)
+        return found
+    return frozenset()
+
+
+def _prune(state: State) -> State:
+    """Forget saves on storages no name can reach any more on this path.
+
+    Without this, `if c: out = bn(out)` followed by `out += identity` would blame bn's save of
+    the old `out` on the path where `out` was rebound, after the branches are merged.
+    """
+    live = frozenset().union(*(reachable(value) for value in state.env.values())) if state.env else frozenset()
+    pruned = state.copy()
+    pruned.saves = {storage: records for storage, records in state.saves.items() if storage in live}
+    return pruned
+
+
 def merge_states(states: list[State]) -> State:
     live = [state for state in states if not state.dead]
     if not live:
         return State(dead=True)
+    if len(live) > 1:
+        live = [_prune(state) for state in live]
     merged = live[0].copy()
     for other in live[1:]:
         for name in merged.env.keys() | other.env.keys():
