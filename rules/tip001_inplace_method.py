@@ -1,4 +1,5 @@
 from torchlint_inplace.analysis.model import Form
+from torchlint_inplace.fixes import builders
 from torchlint_inplace.rule import FormRule
 
 
@@ -30,3 +31,6 @@ def forward(self, x):
     return y
 """
     fix_doc = "Rewrites `x.op_(...)` used as a statement to `x = x.op(...)` (the out-of-place twin, derived from torch). Unsafe when `x` has other aliases, is an argument or an attribute: their readers would no longer see the write."
+
+    def fix(self, mutation, analysis):
+        return builders.method_call(mutation, analysis)

@@ -1,4 +1,5 @@
 from torchlint_inplace.analysis.model import Form
+from torchlint_inplace.fixes import builders
 from torchlint_inplace.rule import FormRule
 
 
@@ -30,3 +31,6 @@ def forward(self):
     return y
 """
     fix_doc = "Inserts `x = x.clone()` right before the assignment (or uses `masked_fill`/`torch.where` where provably equivalent). Unsafe when `x` has other aliases, is an argument or an attribute."
+
+    def fix(self, mutation, analysis):
+        return builders.index_assignment(mutation, analysis)

@@ -1,4 +1,5 @@
 from torchlint_inplace.analysis.model import Form
+from torchlint_inplace.fixes import builders
 from torchlint_inplace.rule import FormRule
 
 
@@ -27,3 +28,6 @@ def forward(self, x):
     return h
 """
     fix_doc = "Rewrites `x op= y` to `x = x op y`. Unsafe when `x` has other aliases, is an argument or an attribute: they would no longer see the update."
+
+    def fix(self, mutation, analysis):
+        return builders.augmented_assignment(mutation, analysis)

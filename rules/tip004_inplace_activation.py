@@ -1,4 +1,5 @@
 from torchlint_inplace.analysis.model import Form
+from torchlint_inplace.fixes import builders
 from torchlint_inplace.rule import FormRule
 
 
@@ -25,3 +26,6 @@ def forward(self, x):
     return out + x
 """
     fix_doc = "Switches to the out-of-place form (`inplace=False`, `F.relu(x)`, `torch.relu`). Always safe for values; costs one activation's memory."
+
+    def fix(self, mutation, analysis):
+        return builders.inplace_activation(mutation, analysis)

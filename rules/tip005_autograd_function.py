@@ -1,4 +1,5 @@
 from torchlint_inplace.analysis.model import Form
+from torchlint_inplace.fixes import builders
 from torchlint_inplace.rule import FormRule
 
 
@@ -30,3 +31,6 @@ class ClampMin(torch.autograd.Function):
         return x
 """
     fix_doc = "Inserts `ctx.mark_dirty(x)` after the write when `x` is returned, else writes into `x = x.clone()` first. Unsafe: callers that relied on the write no longer see it when a clone is used."
+
+    def fix(self, mutation, analysis):
+        return builders.autograd_function(mutation, analysis)

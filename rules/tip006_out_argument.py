@@ -1,4 +1,5 @@
 from torchlint_inplace.analysis.model import Form
+from torchlint_inplace.fixes import builders
 from torchlint_inplace.rule import FormRule
 
 
@@ -26,3 +27,6 @@ def forward(self, x):
     return y
 """
     fix_doc = "Rewrites `f(..., out=t)` to `t = f(...)`. Unsafe when `t` is an attribute or has other aliases that relied on the shared buffer."
+
+    def fix(self, mutation, analysis):
+        return builders.out_argument(mutation, analysis)

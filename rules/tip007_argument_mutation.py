@@ -1,4 +1,5 @@
 from torchlint_inplace.analysis.model import Form
+from torchlint_inplace.fixes import builders
 from torchlint_inplace.rule import FormRule
 
 
@@ -27,3 +28,6 @@ class Clip(nn.Module):
         return x
 """
     fix_doc = "Inserts `x = x.clone()` at the top of the callee. Unsafe: a caller that relied on the in-place update no longer sees it."
+
+    def fix(self, mutation, analysis):
+        return builders.argument_write(mutation, analysis)

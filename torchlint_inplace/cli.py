@@ -24,6 +24,8 @@ from . import __version__, config, registry, ruledoc
 from .diagnostics import NOT_CHECKED_CODE, Applicability, Finding
 from .discovery import discover
 from .reporters import REPORTERS, Report, write_report
+from .fixes.apply import FileFix
+from .fixes.run import after_fixes, applied_summary, fix_results, rejected_notes, unified_diff
 from .runner import check_files
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -76,6 +78,10 @@ def _codes_option(name: str, help: str):
 @click.option("--preview/--no-preview", default=None, help="Also run rules and report findings that are not enabled by default yet.")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the findings, no summary.")
 @click.option("--verbose", "-v", is_flag=True, help="Show the configuration used and tracebacks of internal errors.")
+@click.option("--fix", is_flag=True, help="Apply the safe fixes and report what remains.")
+@click.option("--unsafe-fixes", is_flag=True, help="With --fix or --diff, also apply the fixes that may change what other code observes.")
+@click.option("--diff", is_flag=True, help="Print the fixes as a unified diff instead of writing them; exit 1 if a file would change.")
+@click.option("--show-fixes", is_flag=True, help="With --fix, list the fixes applied (on stderr).")
 def check(
     paths: Sequence[Path],
     select: Sequence[str],
@@ -92,6 +98,10 @@ def check(
     preview: bool | None,
     quiet: bool,
     verbose: bool,
+    fix: bool,
+    unsafe_fixes: bool,
+    diff: bool,
+    show_fixes: bool,
 ) -> None:
     """Check PATHS (default: the current directory) for hazardous in-place operations."""
     overrides = config.Overrides(
@@ -115,12 +125,16 @@ def check(
             for result in results:
                 if result.traceback:
                     click.echo(f"internal error in {result.path}:\n{result.traceback}", err=True)
+        fixes = fix_results(results, settings, unsafe_fixes) if fix or diff else []
+        fixes = _apply_fixes(fixes, diff, show_fixes)
+        results = after_fixes(results, fixes)
         findings = sorted((finding for result in results for finding in result.findings), key=Finding.sort_key)
         report = Report(
             findings=findings,
             files_checked=len(results),
             root=Path.cwd(),
             sources={result.path: result.text for result in results if result.findings and result.text is not None},
+            fixed=sum(len(fixed.result.applied) for fixed in fixes),
         )
         _write(report, format_, output_file, statistics, quiet)
     except config.ConfigError as error:
@@ -130,6 +144,30 @@ def check(
             traceback.print_exc()
         fail(f"internal error: {type(error).__name__}: {error}" + ("" if verbose else " (run with --verbose for the traceback)"))
     sys.exit(EXIT_CLEAN if exit_zero or not findings else EXIT_FINDINGS)
+
+
+def _apply_fixes(fixes: Sequence[FileFix], diff: bool, show_fixes: bool) -> list[FileFix]:
+    """Writes the fixed files and returns those written, or with --diff prints them and exits
+    (1 when a file would change). A file that cannot be written is reported and left as it was."""
+    display = Report([], 0, Path.cwd()).display_path
+    for note in rejected_notes(fixes, display):
+        click.echo(note, err=True)
+    changed = [fixed for fixed in fixes if fixed.changed]
+    if diff:
+        click.echo("".join(unified_diff(fixed, display(str(fixed.path))) for fixed in changed), nl=False)
+        count = sum(len(fixed.result.applied) for fixed in changed)
+        click.echo(f"Would fix {count} error{'s' if count != 1 else ''}.", err=True)
+        sys.exit(EXIT_FINDINGS if changed else EXIT_CLEAN)
+    written = []
+    for fixed in changed:
+        try:
+            fixed.write()
+            written.append(fixed)
+        except (OSError, UnicodeError) as error:
+            click.echo(f"warning: cannot write the fixes to {display(str(fixed.path))}: {error}", err=True)
+    if show_fixes and written:
+        click.echo(applied_summary(written, display), err=True, nl=False)
+    return written
 
 
 def _write(report: Report, format_: str, output_file: Path | None, statistics: bool, quiet: bool) -> None:

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, ClassVar
 
-from .diagnostics import Finding, Severity
+from .diagnostics import Finding, Fix, Severity
 
 if TYPE_CHECKING:
-    from .analysis.model import FileAnalysis, Form
+    from .analysis.model import FileAnalysis, Form, Mutation
 
 
 class Rule:
@@ -49,5 +49,9 @@ class FormRule(Rule):
                     consequence=mutation.consequence,
                     related=mutation.related,
                     help=mutation.help,
-                    fix=mutation.fix,
+                    fix=self.fix(mutation, analysis),
                 )
+
+    def fix(self, mutation: "Mutation", analysis: "FileAnalysis") -> Fix | None:
+        """The rewrite for one event (built by `torchlint_inplace.fixes.builders`); None: no fix."""
+        return None

@@ -33,7 +33,8 @@ def summary(report: Report, palette: Palette) -> str:
     text = f"Found {plural(remaining + report.fixed, 'error')}"
     details = []
     if report.fixed:
-        details.append(f"{report.fixed} fixed, {remaining} remaining")
+        unsafe = sum(1 for finding in report.findings if finding.fix is not None and finding.fix.applicability is Applicability.UNSAFE)
+        details.append(f"{report.fixed} fixed, {remaining} remaining" + (f" ({unsafe} fixable with --unsafe-fixes)" if unsafe else ""))
     elif report.files_checked > 1:
         text += f" in {plural(len({finding.path for finding in report.findings}), 'file')}"
     if report.files_checked > 1:

@@ -1,0 +1,1 @@
+"""Autofix: `builders` turns the analysis' mutation events into fixes, `apply` applies them."""

@@ -1,0 +1,188 @@
+"""Applying fixes: edits to text, rounds to a fixed point, a parse check, an atomic write.
+
+A round applies every selected fix whose edits do not overlap one already taken (the rest wait
+for the next round, when the file is linted again — fixing one finding may also resolve or
+reveal others). The result must compile; when it does not, the round's fixes are tried one by
+one and those that break the file are dropped and reported. Rounds stop when nothing changes,
+or after `MAX_ROUNDS`. Files are written only when they changed, through a temporary file in
+the same directory and `os.replace`, so an interrupted run leaves each file old or new, with
+its encoding, BOM, newlines and permissions as they were.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from ..diagnostics import Applicability, Edit, Finding, Fix
+from ..source import NotReadable, SourceFile, read
+
+MAX_ROUNDS = 10
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+Lint = Callable[[str], list[Finding]]
+
+
+def selected(finding: Finding, unsafe: bool) -> bool:
+    """Whether this run applies the finding's fix: safe ones always, the rest with --unsafe-fixes."""
+    return finding.fix is not None and (unsafe or finding.fix.applicability is Applicability.SAFE)
+
+
+@dataclass
+class FixedText:
+    text: str
+    applied: list[Finding] = field(default_factory=list)
+    rejected: list[Finding] = field(default_factory=list)  # fixes dropped because the result would not compile
+    remaining: list[Finding] = field(default_factory=list)  # findings of the final text
+    rounds: int = 0
+
+
+def _line_starts(text: str) -> list[int]:
+    return [0] + [match.end() for match in _LINE_BREAK.finditer(text)]
+
+
+def _offset(starts: list[int], text: str, line: int, column: int) -> int:
+    if line > len(starts):
+        return len(text)
+    return min(starts[line - 1] + column, len(text))
+
+
+def apply_edits(text: str, edits: Sequence[Edit]) -> str:
+    """`text` with non-overlapping `edits` applied (positions refer to `text`)."""
+    starts = _line_starts(text)
+    ranges = sorted(
+        ((_offset(starts, text, e.span.start.line, e.span.start.column), _offset(starts, text, e.span.end.line, e.span.end.column), e.content) for e in edits),
+        key=lambda item: item[:2],
+    )
+    pieces, cursor = [], 0
+    for start, end, content in ranges:
+        pieces += [text[cursor:start], content]
+        cursor = end
+    return "".join(pieces) + text[cursor:]
+
+
+def compiles(text: str, path: str) -> bool:
+    """Python's own compiler, so that errors the grammar allows (a walrus rebinding a
+    comprehension variable) are caught too."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(text, path, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def _non_overlapping(fixes: list[tuple[Finding, Fix]]) -> list[tuple[Finding, Fix]]:
+    """Fixes in file order, skipping any that touches a range taken by an earlier one; a fix
+    whose edits were all taken already (two findings, one clone) counts as applied."""
+    taken: list[Edit] = []
+    chosen = []
+    for finding, fix in sorted(fixes, key=lambda item: min(edit.span for edit in item[1].edits)):
+        if all(edit in taken for edit in fix.edits):
+            chosen.append((finding, Fix(fix.description, (), fix.applicability)))
+        elif not any(_overlap(edit, other) for edit in fix.edits for other in taken):
+            taken += fix.edits
+            chosen.append((finding, fix))
+    return chosen
+
+
+def _overlap(a: Edit, b: Edit) -> bool:
+    return a.span.start <= b.span.end and b.span.start <= a.span.end
+
+
+def _apply_round(text: str, path: str, fixes: list[tuple[Finding, Fix]]) -> tuple[str, list[Finding], list[Finding]]:
+    edits = [edit for _, fix in fixes for edit in fix.edits]
+    candidate = apply_edits(text, edits)
+    if compiles(candidate, path):
+        return candidate, [finding for finding, _ in fixes], []
+    accepted: list[Edit] = []
+    applied, rejected = [], []
+    for finding, fix in fixes:  # each checked on the original text with those accepted so far
+        if compiles(apply_edits(text, accepted + list(fix.edits)), path):
+            accepted += fix.edits
+            applied.append(finding)
+        else:
+            rejected.append(finding)
+    return apply_edits(text, accepted), applied, rejected
+
+
+def fix_text(path: str, text: str, lint: Lint, unsafe: bool, findings: list[Finding] | None = None) -> FixedText:
+    """Applies the selected fixes of `lint(text)` round after round until nothing changes."""
+    result = FixedText(text)
+    findings = lint(text) if findings is None else findings
+    rejected_keys: set[tuple] = set()
+    while result.rounds < MAX_ROUNDS:
+        fixes = [(f, f.fix) for f in findings if selected(f, unsafe) and _key(f) not in rejected_keys]
+        if not fixes:
+            break
+        text, applied, rejected = _apply_round(result.text, path, _non_overlapping(fixes))  # type: ignore[arg-type]
+        result.rejected += rejected
+        rejected_keys |= {_key(f) for f in rejected}
+        if text == result.text:
+            break
+        result.text, result.rounds = text, result.rounds + 1
+        result.applied += applied
+        findings = lint(text)
+    result.remaining = [replace(f, fix=None) if _key(f) in rejected_keys else f for f in findings]
+    return result
+
+
+def _key(finding: Finding) -> tuple:
+    return (finding.code, finding.span, finding.message)
+
+
+def encode(source: SourceFile, text: str) -> bytes:
+    return (b"\xef\xbb\xbf" if source.bom else b"") + text.encode(source.encoding)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replaces `path` by a file holding `data`, with the same permissions, in one rename."""
+    mode = os.stat(path).st_mode & 0o7777
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(descriptor, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+@dataclass
+class FileFix:
+    path: Path
+    source: SourceFile  # as read before fixing: how to write the result back
+    result: FixedText
+
+    @property
+    def changed(self) -> bool:
+        return self.result.text != self.source.text
+
+    def write(self) -> None:
+        write_atomically(self.path, encode(self.source, self.result.text))
+
+
+def fix_file(path: Path, text: str | None, findings: Sequence[Finding], lint: Lint, unsafe: bool) -> FileFix | None:
+    """The fixed text of one file whose check found `findings` in `text`; None when no fix is
+    selected or the file cannot be read again. A file changed since it was checked is relinted."""
+    if not any(selected(finding, unsafe) for finding in findings):
+        return None
+    try:
+        source = read(path)
+    except NotReadable:
+        return None
+    known = list(findings) if source.text == text else None
+    return FileFix(path, source, fix_text(str(path), source.text, lint, unsafe, known))

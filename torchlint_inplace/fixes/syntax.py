@@ -1,0 +1,129 @@
+"""Where things are in one module, for turning a rewrite into text edits.
+
+Fixes are text edits (`Edit(span, content)`), so that they can be cached, shown as diffs and
+applied to the file as it is, with its own indentation and newlines. This index answers the
+questions builders ask of the syntax tree: a node's span, its statement, the enclosing function
+and class, the indentation of a block, and the name `torch` is imported under.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+import libcst.matchers as m
+from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
+
+from ..analysis.imports import Imports
+from ..diagnostics import Edit, Position, Span
+
+
+class SourceIndex:
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+        self._positions = wrapper.resolve(PositionProvider)
+        self._parents = wrapper.resolve(ParentNodeProvider)
+        self.imports = Imports()
+        for node in m.findall(module, m.Import() | m.ImportFrom()):
+            self.imports.add(node)  # type: ignore[arg-type]
+        # The local name of the `torch` module itself, if the file has one (`import torch as th`).
+        self.torch = next((local for local, full in self.imports.aliases.items() if full == "torch"), None)
+
+    def span(self, node: cst.CSTNode) -> Span:
+        code_range = self._positions[node]
+        return Span(Position(code_range.start.line, code_range.start.column), Position(code_range.end.line, code_range.end.column))
+
+    def code(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)
+
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self._parents.get(node)
+
+    def ancestor(self, node: cst.CSTNode, kind: type | tuple[type, ...]) -> cst.CSTNode | None:
+        current = self.parent(node)
+        while current is not None and not isinstance(current, kind):
+            current = self.parent(current)
+        return current
+
+    def statement_of(self, expr: cst.CSTNode) -> cst.Expr | None:
+        """The expression statement `expr` is the whole of (`x.add_(1)` on its own), else None."""
+        parent = self.parent(expr)
+        return parent if isinstance(parent, cst.Expr) and parent.value is expr else None
+
+    def indentation(self, line: cst.SimpleStatementLine | cst.BaseCompoundStatement) -> str:
+        """The whitespace a statement line starts with, rebuilt from the enclosing blocks."""
+        parts = []
+        block = self.parent(line)
+        while isinstance(block, cst.IndentedBlock):
+            parts.append(self.module.default_indent if block.indent is None else block.indent)
+            block = self.ancestor(block, cst.IndentedBlock)
+        return "".join(reversed(parts))
+
+    def _own_line(self, small: cst.BaseSmallStatement) -> cst.SimpleStatementLine | None:
+        """The statement line `small` is alone on, when that line sits in a block (not `if c: x`)."""
+        line = self.parent(small)
+        if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 and isinstance(self.parent(line), (cst.IndentedBlock, cst.Module)):
+            return line
+        return None
+
+    def insert_before(self, statement: cst.CSTNode, text: str) -> Edit:
+        """`text` as a statement right before `statement`: its own line at the same indentation,
+        or `text; ` in front when `statement` shares its line."""
+        line = statement if isinstance(statement, cst.BaseCompoundStatement) else self._own_line(statement)
+        if line is None:
+            at = self.span(statement).start
+            return Edit(Span(at, at), f"{text}; ")
+        at = Position(self.span(line).start.line, 0)
+        return Edit(Span(at, at), f"{self.indentation(line)}{text}{self.module.default_newline}")
+
+    def insert_after(self, small: cst.BaseSmallStatement, text: str) -> Edit:
+        line = self._own_line(small)
+        end = self.span(small).end
+        if line is None or (end.line == self.span(self.module).end.line and not self.module.has_trailing_newline):
+            return Edit(Span(end, end), f"; {text}")
+        at = Position(end.line + 1, 0)
+        return Edit(Span(at, at), f"{self.indentation(line)}{text}{self.module.default_newline}")
+
+    def delete(self, small: cst.BaseSmallStatement) -> Edit | None:
+        """Removes a statement alone on its line, or None when removing it would empty a block."""
+        line = self._own_line(small)
+        block = self.parent(line) if line is not None else None
+        if line is None or not isinstance(block, cst.IndentedBlock) or len(block.body) < 2:
+            return None
+        span = self.span(small)
+        return Edit(Span(Position(span.start.line, 0), Position(span.end.line + 1, 0)), "")
+
+    def replace(self, node: cst.CSTNode, text: str) -> Edit:
+        return Edit(self.span(node), text)
+
+
+_last: tuple[cst.Module, SourceIndex] | None = None
+
+
+def index_of(module: cst.Module) -> SourceIndex:
+    """The index of `module`, built once: the rules of one file ask for it one after another."""
+    global _last
+    cached = _last
+    if cached is None or cached[0] is not module:
+        cached = (module, SourceIndex(module))
+        _last = cached
+    return cached[1]
+
+
+def rebindable(expr: cst.CSTNode) -> bool:
+    """A name or attribute chain (`x`, `self.cache`): something `expr = ...` can rebind."""
+    if isinstance(expr, cst.Name):
+        return True
+    return isinstance(expr, cst.Attribute) and rebindable(expr.value)
+
+
+def written_expression(node: cst.CSTNode) -> cst.BaseExpression | None:
+    """What an in-place write node writes into: `x` in `x.add_(1)`, `x[i] = v`, `x += 1`."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        return node.func.value
+    if isinstance(node, cst.AugAssign):
+        target = node.target
+    elif isinstance(node, cst.Assign) and len(node.targets) == 1:
+        target = node.targets[0].target
+    else:
+        return None
+    return target.value if isinstance(target, cst.Subscript) else target
