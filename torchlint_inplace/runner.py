@@ -11,15 +11,18 @@ from __future__ import annotations
 import ast
 import traceback
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import libcst as cst
 
 from . import analysis, noqa, registry, source
+from .cache import ResultsCache
 from .config import Settings
 from .diagnostics import NOT_CHECKED_CODE, Finding, not_checked
 from .globs import matches_path
+from .prepass import PrePass
+from .rule import FormRule
 
 INTERNAL_ERROR = "internal error while checking this file (please report it with the file): "
 
@@ -32,25 +35,62 @@ class FileResult:
     traceback: str | None = None  # of an internal error, shown with --verbose
 
 
+@dataclass(frozen=True)
+class SourceAnalysis:
+    """A file's findings, and the other files they were read from (what a cache keys on)."""
+
+    findings: list[Finding]
+    dependencies: frozenset[str] = frozenset()
+    scanned_roots: frozenset[str] = frozenset()
+
+
+_SHIPPED_ANALYZE = analysis.analyze
+
+
 def check_source(
     path: str, text: str, select: frozenset[str] | None = None, preview: bool = False, project: analysis.Project | None = None
 ) -> list[Finding]:
     """Findings for one file's text, `# noqa` applied, sorted; `select=None` runs every rule.
 
     `project` is shared by the files of one run, so that callee summaries are computed once."""
+    return analyze_source(path, text, select, preview, project, PrePass()).findings
+
+
+def analyze_source(
+    path: str,
+    text: str,
+    select: frozenset[str] | None = None,
+    preview: bool = False,
+    project: analysis.Project | None = None,
+    prepass: PrePass | None = None,
+) -> SourceAnalysis:
+    """`check_source`, with the files the result depends on; `prepass` (shared by a run) lets
+    files that provably hold no finding skip LibCST; None analyses every file fully."""
+    if prepass is not None and _prepass_applies(select):
+        verdict = prepass.verdict(path, text)
+        if verdict.skippable:
+            return SourceAnalysis([], verdict.dependencies)
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as error:
-        return [_syntax_error(path, text, error)]
+        return SourceAnalysis([_syntax_error(path, text, error)])
     suppressions = noqa.parse(text)
     if suppressions.whole_file:
-        return []
+        return SourceAnalysis([])
     file_analysis = analysis.analyze(module, path, project, preview)
     findings: list[Finding] = []
     for rule in registry.all_rules():
         if select is None or rule.code in select:
             findings.extend(rule().check(file_analysis))
-    return sorted(suppressions.filter(findings), key=Finding.sort_key)
+    return SourceAnalysis(sorted(suppressions.filter(findings), key=Finding.sort_key), file_analysis.dependencies, file_analysis.scanned_roots)
+
+
+def _prepass_applies(select: frozenset[str] | None) -> bool:
+    """The pre-pass proves that the shipped analysis finds no mutation, which silences exactly
+    the rules that only report mutations; a replaced analysis or another kind of rule may not."""
+    return analysis.analyze is _SHIPPED_ANALYZE and all(
+        issubclass(rule, FormRule) for rule in registry.all_rules() if select is None or rule.code in select
+    )
 
 
 def _syntax_error(path: str, text: str, error: cst.ParserSyntaxError) -> Finding:
@@ -76,27 +116,46 @@ def _ignored_codes(path: Path, settings: Settings) -> frozenset[str]:
     )
 
 
-def check_file(path: Path, settings: Settings, project: analysis.Project | None = None) -> FileResult:
+def check_file(
+    path: Path, settings: Settings, project: analysis.Project | None = None, prepass: PrePass | None = None, cache: ResultsCache | None = None
+) -> FileResult:
     name = str(path)
     try:
         text = source.read(path).text
     except source.NotReadable as error:
         return FileResult(name, (not_checked(name, error.message, error.line),))
+    cached = cache.lookup(name, text) if cache is not None else None
+    if cached is not None:
+        return FileResult(name, cached, text if cached else None)
     try:
-        kept = tuple(lint_text(path, text, settings, project))
+        result = lint_source(path, text, settings, project, prepass)
     except Exception as error:  # one file's bug in our analysis must not end the run
         message = INTERNAL_ERROR + f"{type(error).__name__}: {error}"
         return FileResult(name, (not_checked(name, message),), text, traceback.format_exc())
+    kept = tuple(result.findings)
+    if cache is not None:
+        cache.store(name, text, kept, result.dependencies, result.scanned_roots)
     return FileResult(name, kept, text if kept else None)
 
 
 def lint_text(path: Path, text: str, settings: Settings, project: analysis.Project | None = None) -> list[Finding]:
     """The findings `check_file` reports for `path` holding `text`: also how --fix relints its result."""
-    findings = check_source(str(path), text, frozenset(settings.select), settings.preview, project)
+    return lint_source(path, text, settings, project, PrePass()).findings
+
+
+def lint_source(path: Path, text: str, settings: Settings, project: analysis.Project | None = None, prepass: PrePass | None = None) -> SourceAnalysis:
+    result = analyze_source(str(path), text, frozenset(settings.select), settings.preview, project, prepass)
     ignored = _ignored_codes(path, settings) - {NOT_CHECKED_CODE}
-    return [finding for finding in findings if finding.code not in ignored]
+    return replace(result, findings=[finding for finding in result.findings if finding.code not in ignored])
 
 
-def check_files(paths: Iterable[Path], settings: Settings) -> list[FileResult]:
-    project = analysis.Project()
-    return [check_file(path, settings, project) for path in paths]
+def check_files(paths: Iterable[Path], settings: Settings, jobs: int = 1, use_cache: bool = False) -> list[FileResult]:
+    """Every file's result, in the order given; `jobs` > 1 checks them in that many processes."""
+    paths = list(paths)
+    if jobs > 1 and len(paths) > 1:
+        from .parallel import check_in_parallel  # it imports this module
+
+        return list(check_in_parallel(paths, settings, jobs, use_cache))
+    project, prepass = analysis.Project(), PrePass()
+    cache = ResultsCache.for_settings(settings) if use_cache else None
+    return [check_file(path, settings, project, prepass, cache) for path in paths]

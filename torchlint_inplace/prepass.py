@@ -1,0 +1,561 @@
+"""A cheap pre-pass with Python's `ast` that proves a file cannot produce a finding, so LibCST
+never parses it (Python's parser is about 10x faster than LibCST's).
+
+Soundness is argued from how `analysis.interpreter` reaches a `Mutation`; every path there goes
+through one of these, and the pre-pass keeps any file where one of them might fire:
+
+1. `FunctionInterpreter.write` with a tensor target. Its callers are the *write sites*:
+   a method call whose name is in `inplace_methods`, a subscript store (`x[i] = v`, also as a
+   for / with / starred target), any augmented assignment, a torch in-place function
+   (`inplace_functions`), a functional with a literal `inplace` flag, an `out=` argument, and
+   a module built with `inplace=` (the write happens later, at `self.act(x)`: always kept).
+   Calls into project code apply the callee's summary, whose writes come from write sites in
+   the callee's file (reported there) — except writes done by an inplace activation, which the
+   caller reports at its own call site, and writes inside an `autograd.Function.forward`,
+   which its contract reports: see 4.
+2. `ctx.mark_dirty` in an `autograd.Function` (TIP005 without any write): kept.
+3. `.step()` after a `backward(retain_graph=...)` (TIP009): kept when both names occur.
+4. Project imports: a file importing another project file (relative, or an absolute import
+   that resolves under the package root exactly as `analysis.project` resolves it) is kept if
+   a file reachable through such imports (through files that define something) holds an
+   inplace-activation write site, or, for a file with an `autograd.Function` class, any
+   write site.
+
+A write site is harmless, and does not keep its file, when one of these holds:
+
+- *Dead*: the written expression can never evaluate to a tensor. The interpreter's tensors come
+  only from a function's parameters (all of them in a summary run), torch calls, `self.<attr>`,
+  and expressions over those; a name holds a tensor only if something tensor-valued is assigned
+  to it in the same function (the interpreter keeps no globals and never evaluates
+  comprehensions or lambdas into names). `may_tensor` below over-approximates that, flow-
+  insensitively, to a fixpoint. Attribute chains lose tensor-ness except `.data`, `.grad`,
+  view attributes and names assigned before, exactly as `eval_attribute` does.
+- *Initialisation*: `torch.nn.init.*` / `torch.nn.utils.*` calls return before writing
+  (`call_torch`), when every import binding of the call's head resolves there.
+- *Inert under no_grad*: the enclosing function is decorated `@torch.no_grad()` /
+  `@torch.inference_mode()` (resolved through imports), does not mention `enable_grad` or
+  `set_grad_enabled`, and is not in an `autograd.Function` class; and the written expression
+  cannot alias one of the function's own parameters. Then its state starts without saves and
+  records none (`record_op`, `apply_module` and `call_project` save only with grad enabled), so
+  `hazard_of` finds nothing (leaf and multi-view hazards need grad enabled too), no stale read
+  is recorded (that needs grad enabled), and the write is neither in the function's summary
+  nor marks the file as an argument writer (both need a parameter's storage), so no caller
+  anywhere can turn it into a finding.
+
+A file `ast` cannot parse is never skipped: the runner reports its syntax error (TIP000).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .analysis.classes import AUTOGRAD_FUNCTION_BASES
+from .analysis.imports import _CANONICAL_PREFIXES
+from .analysis.interpreter import _GRAD_OFF, _GRAD_ON, _NON_TENSOR_METHODS, _SAFE_INPLACE_PREFIXES, _SET_GRAD
+from .analysis.project import _module_file, key_of
+from .analysis.torch_facts import torch_facts
+
+_GRAD_ON_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in _GRAD_ON | _SET_GRAD)
+_FUNCTION_BASE_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in AUTOGRAD_FUNCTION_BASES)
+_ALIASING_ATTRIBUTES = frozenset({"data", "grad"})
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """`reason` says why the file must be analysed; None means it cannot produce a finding.
+    `dependencies` are the other files the verdict read (a results cache keys on them)."""
+
+    reason: str | None
+    dependencies: frozenset[str] = frozenset()
+
+    @property
+    def skippable(self) -> bool:
+        return self.reason is None
+
+
+class PrePass:
+    """One run's pre-pass: what it learnt about imported files is kept for the rest of the run
+    (files do not change during a run; a new run starts a new `PrePass`)."""
+
+    def __init__(self) -> None:
+        self._imported: dict[str, _ImportedFacts] = {}
+
+    def verdict(self, path: str, text: str) -> Verdict:
+        try:
+            tree = ast.parse(text, filename=path)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return Verdict("Python cannot parse it")
+        scanner = _Scanner(tree)
+        reason = scanner.reason()
+        if reason is not None:
+            return Verdict(reason)
+        reached = self._reachable(_project_imports(Path(path), scanner.imports))
+        dependencies = frozenset(key_of(other) for other in reached)
+        if any(self._facts_of(other).activation for other in reached):
+            return Verdict("imports project code with an inplace activation", dependencies)
+        if scanner.autograd_classes and any(self._facts_of(other).writes for other in reached):
+            return Verdict("autograd.Function calling project code that writes in place", dependencies)
+        return Verdict(None, dependencies)
+
+    def _reachable(self, start: list[Path]) -> list[Path]:
+        """Files whose definitions a call may run: imported files, and what those import in
+        turn when they define functions or classes (a file of re-exports only is a dead end,
+        because `analysis.project` looks names up among a file's own definitions)."""
+        seen: dict[str, Path] = {}
+        todo = list(start)
+        while todo:
+            path = todo.pop()
+            key = key_of(path)
+            if key in seen:
+                continue
+            seen[key] = path
+            facts = self._facts_of(path)
+            if facts.defines:
+                todo.extend(facts.imported_files)
+        return list(seen.values())
+
+    def _facts_of(self, path: Path) -> _ImportedFacts:
+        key = key_of(path)
+        if key not in self._imported:
+            self._imported[key] = _read_imported(path)
+        return self._imported[key]
+
+
+def verdict(path: str, text: str) -> Verdict:
+    """The verdict for one file, learning about its imports afresh."""
+    return PrePass().verdict(path, text)
+
+
+@dataclass(frozen=True)
+class _ImportedFacts:
+    defines: bool
+    activation: bool  # holds an inplace-activation write site
+    writes: bool  # holds any write site
+    imported_files: tuple[Path, ...]
+
+
+def _read_imported(path: Path) -> _ImportedFacts:
+    try:
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        # `analysis.project` cannot read it either: calls into it learn nothing.
+        return _ImportedFacts(False, False, False, ())
+    scanner = _Scanner(tree)
+    return _ImportedFacts(bool(scanner.functions or scanner.classes), scanner.activation, bool(scanner.sites) or scanner.activation, tuple(_project_imports(path, scanner.imports)))
+
+
+# ----------------------------------------------------------------------------- imports
+
+
+@dataclass(frozen=True)
+class _Import:
+    level: int
+    module: str
+    name: str  # "" for `import a.b as c`
+
+
+def _canonical(full: str) -> str:
+    for prefix, replacement in _CANONICAL_PREFIXES:
+        if full.startswith(prefix):
+            tail = full[len(prefix):]
+            full = replacement + (tail.rsplit(".", 1)[-1] if prefix == "torch.nn.modules." else tail)
+    return full
+
+
+def _dotted(expr: ast.expr) -> str | None:
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        head = _dotted(expr.value)
+        return None if head is None else f"{head}.{expr.attr}"
+    return None
+
+
+def _project_imports(path: Path, imports: list[_Import]) -> list[Path]:
+    """The project files these imports name, resolved as `analysis.project._imported_file` does."""
+    if not imports:
+        return []
+    here = path.parent
+    root = here
+    while (root / "__init__.py").exists():
+        root = root.parent
+    found = []
+    for item in imports:
+        if item.level:
+            base = here
+            for _ in range(item.level - 1):
+                base = base.parent
+            target = _module_file(base, item.module, item.name)
+        elif item.module.startswith("torch") or not item.module:
+            continue
+        else:
+            target = _module_file(root, item.module, item.name)
+        if target is not None:
+            found.append(target[0])
+    return found
+
+
+# ----------------------------------------------------------------------------- one file
+
+_Position = tuple[int, int]
+
+
+def _start(node: ast.AST) -> _Position:
+    return (node.lineno, node.col_offset)
+
+
+@dataclass
+class _Scope:
+    """A function body (or the module's top level) as the interpreter runs it."""
+
+    body: tuple[_Position, _Position]  # where its own statements lie
+    params: list[str]
+    no_grad: bool
+    assignments: list[tuple[ast.expr, ast.expr]] = field(default_factory=list)
+    tensor_names: set[str] | None = None
+    param_names: set[str] | None = None
+
+    def contains(self, position: _Position) -> bool:
+        return self.body[0] <= position <= self.body[1]
+
+
+@dataclass(frozen=True)
+class _Site:
+    written: ast.expr
+    what: str
+
+
+class _Scanner:
+    """One walk over a file's tree: write sites, assignments, functions, classes, imports."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.facts = torch_facts()
+        self.sites: list[_Site] = []
+        self.assignments: list[tuple[ast.expr, ast.expr]] = []
+        self.functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+        self.classes: list[ast.ClassDef] = []
+        self.imports: list[_Import] = []
+        self.aliases: dict[str, set[str | None]] = {}  # local name -> what it may stand for (None: relative)
+        self.grad_on_mentions: list[_Position] = []
+        self.activation = False
+        self.early_reason: str | None = None
+        self._steps: list[ast.Call] = []
+        self._retain_graph = False
+        self._calls: list[ast.Call] = []
+        handlers = {
+            ast.Call: self._calls.append,
+            ast.Subscript: self._subscript,
+            ast.Assign: self._assign,
+            ast.AnnAssign: self._ann_assign,
+            ast.AugAssign: self._aug_assign,
+            ast.For: self._for,
+            ast.AsyncFor: self._for,
+            ast.With: self._with,
+            ast.AsyncWith: self._with,
+            ast.NamedExpr: self._named,
+            ast.FunctionDef: self.functions.append,
+            ast.AsyncFunctionDef: self.functions.append,
+            ast.ClassDef: self.classes.append,
+            ast.Import: self._import,
+            ast.ImportFrom: self._import_from,
+            ast.Name: self._name,
+            ast.Attribute: self._attribute,
+            ast.keyword: self._keyword,
+        }
+        for node in ast.walk(tree):
+            handler = handlers.get(type(node))
+            if handler is not None:
+                handler(node)
+        # Calls are judged once every import is known: an alias may be bound below its use.
+        for call in self._calls:
+            self._call(call)
+        if self._steps and self._retain_graph:
+            self.early_reason = self.early_reason or f"optimizer step after backward(retain_graph=...) at line {self._steps[0].lineno}"
+        self.autograd_classes = [node for node in self.classes if any(self._names_function_base(base) for base in node.bases)]
+        self._tree = tree
+
+    # ------------------------------------------------------------------ verdict
+
+    def reason(self) -> str | None:
+        if self.early_reason is not None:
+            return self.early_reason
+        scopes = self._scopes()
+        for site in self.sites:
+            position = _start(site.written)
+            scope = max((scope for scope in scopes if scope.contains(position)), key=lambda scope: scope.body[0])
+            if not self._may_tensor(scope, site.written, params_only=False):
+                continue
+            in_function_class = any(_start(node) <= position <= (node.end_lineno, node.end_col_offset) for node in self.autograd_classes)
+            if scope.no_grad and not in_function_class and not self._may_tensor(scope, site.written, params_only=True):
+                continue
+            return f"{site.what} at line {site.written.lineno}"
+        return None
+
+    def _scopes(self) -> list[_Scope]:
+        scopes = [_Scope(((0, 0), (1 << 62, 0)), [], False)]
+        methods = {id(statement) for node in self.classes for statement in node.body}
+        for func in self.functions:
+            body = (_start(func.body[0]), (func.end_lineno, func.end_col_offset))
+            scopes.append(_Scope(body, self._params(func, id(func) in methods), self._no_grad(func)))
+        for target, value in self.assignments:
+            position = _start(target)
+            max((scope for scope in scopes if scope.contains(position)), key=lambda scope: scope.body[0]).assignments.append((target, value))
+        return scopes
+
+    def _params(self, func: ast.FunctionDef | ast.AsyncFunctionDef, method: bool) -> list[str]:
+        args = func.args
+        params = [arg.arg for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+        static = any(_dotted(decorator) == "staticmethod" for decorator in func.decorator_list)
+        return params[1:] if method and params and not static else params  # self / cls / ctx
+
+    def _no_grad(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        decorated = any(self._resolves_all(decorator.func if isinstance(decorator, ast.Call) else decorator, _GRAD_OFF) for decorator in func.decorator_list)
+        if not decorated:
+            return False
+        whole = (_start(func), (func.end_lineno, func.end_col_offset))
+        return not any(whole[0] <= mention <= whole[1] for mention in self.grad_on_mentions)
+
+    # ------------------------------------------------------------------ nodes
+
+    def _site(self, written: ast.expr, what: str, activation: bool = False) -> None:
+        self.sites.append(_Site(written, what))
+        self.activation |= activation
+
+    def _subscript(self, node: ast.Subscript) -> None:
+        if isinstance(node.ctx, ast.Store):
+            self._site(node.value, "index assignment")
+
+    def _assign(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            self.assignments.append((target, node.value))
+
+    def _ann_assign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None:
+            self.assignments.append((node.target, node.value))
+
+    def _aug_assign(self, node: ast.AugAssign) -> None:
+        # `n += t` rebinds a non-tensor `n` to a tensor: the target takes the operand's kind.
+        self.assignments.append((node.target, node.value))
+        if not isinstance(node.target, ast.Subscript):  # a subscript target is an index write
+            self._site(node.target, "augmented assignment")
+
+    def _for(self, node: ast.For | ast.AsyncFor) -> None:
+        self.assignments.append((node.target, node.iter))
+
+    def _with(self, node: ast.With | ast.AsyncWith) -> None:
+        for item in node.items:
+            if item.optional_vars is not None:
+                self.assignments.append((item.optional_vars, item.context_expr))
+
+    def _named(self, node: ast.NamedExpr) -> None:
+        self.assignments.append((node.target, node.value))
+
+    def _import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if alias.asname is not None:
+                self.aliases.setdefault(alias.asname, set()).add(alias.name)
+                module, _, name = alias.name.rpartition(".")
+                if module:
+                    self.imports.append(_Import(0, module, name))
+            else:
+                head = alias.name.split(".")[0]
+                self.aliases.setdefault(head, set()).add(head)
+
+    def _import_from(self, node: ast.ImportFrom) -> None:
+        module = node.module or ""
+        for alias in node.names:
+            if alias.name == "*":
+                continue
+            local = alias.asname or alias.name
+            self.aliases.setdefault(local, set()).add(None if node.level else f"{module}.{alias.name}")
+            self.imports.append(_Import(node.level, module, alias.name))
+
+    def _name(self, node: ast.Name) -> None:
+        if node.id in _GRAD_ON_NAMES:
+            self.grad_on_mentions.append(_start(node))
+
+    def _attribute(self, node: ast.Attribute) -> None:
+        if node.attr in _GRAD_ON_NAMES:
+            self.grad_on_mentions.append(_start(node))
+
+    def _keyword(self, node: ast.keyword) -> None:
+        if node.arg == "retain_graph":
+            self._retain_graph = True
+
+    def _call(self, call: ast.Call) -> None:
+        facts = self.facts
+        func = call.func
+        if isinstance(func, ast.Attribute):
+            if func.attr == "mark_dirty":
+                self.early_reason = self.early_reason or f"ctx.mark_dirty at line {call.lineno}"
+            elif func.attr == "step":
+                self._steps.append(call)
+        for keyword in call.keywords:
+            if keyword.arg == "out":
+                self._site(keyword.value, "out= argument")
+        if self._resolves_all(func, _SAFE_INPLACE_PREFIXES, prefix=True):
+            return  # nn.init.* / nn.utils.*: return before writing anything
+        if isinstance(func, ast.Attribute) and func.attr in facts.inplace_methods:
+            self._site(func.value, f"`.{func.attr}()`")
+        names = self._short_names(func)
+        if not names:
+            return
+        arguments = [arg.value if isinstance(arg, ast.Starred) else arg for arg in call.args] + [keyword.value for keyword in call.keywords]
+        if not names.isdisjoint(facts.inplace_functions):
+            for argument in arguments:
+                self._site(argument, "in-place torch function", activation=True)
+        inplace = next((keyword.value for keyword in call.keywords if keyword.arg == "inplace"), None)
+        positional = [arg for arg in call.args if not isinstance(arg, ast.Starred)]
+        for short in names.intersection(facts.inplace_kwarg_functionals):
+            index = facts.inplace_kwarg_functionals[short]
+            if _is_true(inplace if inplace is not None else (positional[index] if index < len(positional) else None)):
+                for argument in arguments:
+                    self._site(argument, "inplace=True functional", activation=True)
+        for short in names.intersection(facts.inplace_modules):
+            index = facts.inplace_modules[short]
+            flag = inplace if inplace is not None else (positional[index] if index < len(positional) else None)
+            if flag is not None and not _is_false(flag):
+                # The write happens wherever the module is called: keep the file.
+                self.activation = True
+                self.early_reason = self.early_reason or f"inplace module `{short}` at line {call.lineno}"
+
+    # ------------------------------------------------------------------ names
+
+    def qualnames(self, expr: ast.expr) -> set[str | None]:
+        """What `imports.qualname` may return for `expr`, one per import binding of its head."""
+        text = _dotted(expr)
+        if text is None:
+            return {None}
+        head, _, rest = text.partition(".")
+        targets = self.aliases.get(head)
+        if not targets:
+            return {None}
+        return {None if target is None else _canonical(f"{target}.{rest}" if rest else target) for target in targets}
+
+    def _resolves_all(self, expr: ast.expr, names, prefix: bool = False) -> bool:
+        qualnames = self.qualnames(expr)
+        if prefix:
+            return all(name is not None and name.startswith(tuple(names)) for name in qualnames)
+        return all(name in names for name in qualnames)
+
+    def _short_names(self, func: ast.expr) -> set[str]:
+        """The names a call's target may have in the torch tables: as written, and as imported."""
+        text = _dotted(func)
+        if text is None:
+            return set()
+        found = {text.rsplit(".", 1)[-1]}
+        found.update(name.rsplit(".", 1)[-1] for name in self.qualnames(func) if name is not None)
+        return found
+
+    def _names_function_base(self, base: ast.expr) -> bool:
+        text = _dotted(base)
+        return text is not None and text.rsplit(".", 1)[-1] in _FUNCTION_BASE_NAMES or any(
+            name in AUTOGRAD_FUNCTION_BASES for name in self.qualnames(base)
+        )
+
+    # ------------------------------------------------------------------ tensor-ness
+
+    def _may_tensor(self, scope: _Scope, expr: ast.expr, params_only: bool) -> bool:
+        return _TensorJudge(self, self._names(scope, params_only), params_only).judge(expr)
+
+    def _names(self, scope: _Scope, params_only: bool) -> set[str]:
+        """Names (dotted, like the interpreter's environment) that may hold a tensor in `scope`;
+        with `params_only`, that may alias one of its parameters. A fixpoint, flow-insensitive."""
+        cached = scope.param_names if params_only else scope.tensor_names
+        if cached is not None:
+            return cached
+        names = set(scope.params)
+        judge = _TensorJudge(self, names, params_only)
+        changed = True
+        while changed:
+            changed = False
+            for target, value in scope.assignments:
+                bound = [name for name in _bound_names(target) if name not in names]
+                if bound and judge.judge(value):
+                    names.update(bound)
+                    changed = True
+        if params_only:
+            scope.param_names = names
+        else:
+            scope.tensor_names = names
+        return names
+
+
+class _TensorJudge:
+    """Whether an expression may evaluate to a tensor (or, with `params_only`, to an alias of a
+    parameter), given the names that may hold one. Mirrors `FunctionInterpreter.eval`."""
+
+    def __init__(self, scanner: _Scanner, names: set[str], params_only: bool) -> None:
+        self.scanner = scanner
+        self.names = names
+        self.params_only = params_only
+        self.view_attributes = scanner.facts.view_attributes | _ALIASING_ATTRIBUTES
+
+    def judge(self, expr: ast.expr | None) -> bool:
+        if expr is None:
+            return False
+        if isinstance(expr, ast.Name):
+            return expr.id in self.names
+        if isinstance(expr, ast.Attribute):
+            text = _dotted(expr)
+            if text is not None and text in self.names:
+                return True
+            if isinstance(expr.value, ast.Name) and expr.value.id == "self" and not self.params_only:
+                return True  # a parameter, buffer or submodule declared in __init__
+            return expr.attr in self.view_attributes and self.judge(expr.value)
+        if isinstance(expr, ast.Call):
+            return self._call(expr)
+        if isinstance(expr, (ast.BinOp, ast.Compare)):
+            if self.params_only:
+                return False  # a fresh result
+            operands = [expr.left, expr.right] if isinstance(expr, ast.BinOp) else [expr.left, *expr.comparators]
+            return any(map(self.judge, operands))
+        if isinstance(expr, ast.UnaryOp):
+            return not self.params_only and self.judge(expr.operand)
+        if isinstance(expr, ast.Subscript):
+            return self.judge(expr.value)
+        if isinstance(expr, (ast.Tuple, ast.List)):
+            return any(self.judge(element) for element in expr.elts)
+        if isinstance(expr, ast.Starred):
+            return self.judge(expr.value)
+        if isinstance(expr, ast.IfExp):
+            return self.judge(expr.body) or self.judge(expr.orelse)
+        if isinstance(expr, ast.BoolOp):
+            return any(map(self.judge, expr.values))
+        if isinstance(expr, ast.NamedExpr):
+            return self.judge(expr.value)
+        return False  # constants, dicts, sets, comprehensions, lambdas, f-strings, await
+
+    def _call(self, call: ast.Call) -> bool:
+        arguments = [arg.value if isinstance(arg, ast.Starred) else arg for arg in call.args] + [keyword.value for keyword in call.keywords]
+        if any(map(self.judge, arguments)):
+            return True
+        func = call.func
+        if not self.params_only and any(name is not None and name.startswith("torch.") for name in self.scanner.qualnames(func)):
+            return True  # torch factories make tensors from nothing
+        if isinstance(func, ast.Attribute):
+            if func.attr in _NON_TENSOR_METHODS and _dotted(func) not in self.names:
+                return False
+            if isinstance(func.value, ast.Name) and func.value.id == "self":
+                return False  # self.method() / self.module(): a tensor only from tensor arguments
+            return self.judge(func.value) or _dotted(func) in self.names
+        return False  # project functions and modules held in names: tensors only from tensor arguments
+
+
+def _bound_names(target: ast.expr) -> list[str]:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for element in target.elts for name in _bound_names(element)]
+    if isinstance(target, ast.Starred):
+        return _bound_names(target.value)
+    text = _dotted(target)
+    return [text] if text is not None else []
+
+
+def _is_true(expr: ast.expr | None) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value is True
+
+
+def _is_false(expr: ast.expr | None) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value is False
