@@ -209,7 +209,7 @@ def test_crash_in_one_file_is_a_finding_and_other_files_are_checked(project: Pat
 
 
 def test_internal_error_outside_files_exits_2_without_traceback(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(paths, settings):
+    def broken(paths, settings, **options):
         raise RuntimeError("disk on fire")
 
     monkeypatch.setattr(cli, "check_files", broken)

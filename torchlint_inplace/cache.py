@@ -7,7 +7,8 @@ of the torch op table, the effective settings, the file's path and its content. 
 also depend on other files — callee summaries and, for a file that writes its arguments, the
 callers found by scanning its package — so the entry records what those files held when it was
 made (content digests of its dependencies, and a digest of every file under each scanned
-package root), and is used only while they still hold it.
+package root), and is used only while they still hold it. The key also names the analysis
+function and rule classes in use, so a run with stand-ins never reads real entries.
 
 Entries are JSON, never pickle: a cache directory that came with a checkout must not be able
 to run code. A damaged entry is a miss. Internal errors are never cached.
@@ -24,7 +25,7 @@ from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
 
-from . import __version__
+from . import __version__, analysis, registry
 from .config import Settings
 from .diagnostics import Applicability, Edit, Finding, Fix, Position, Related, Severity, Span
 
@@ -37,7 +38,7 @@ class ResultsCache:
 
     def __init__(self, directory: Path, settings: Settings) -> None:
         self.directory = directory
-        self._prefix = "\0".join((str(FORMAT), __version__, _torch_table_digest(), repr(settings)))
+        self._prefix = "\0".join((str(FORMAT), __version__, _torch_table_digest(), _code_identity(), repr(settings)))
         self._digests: dict[str, str | None] = {}
         self._roots: dict[str, str] = {}
         self._ready = False
@@ -115,6 +116,13 @@ class ResultsCache:
             if not ignore.exists():
                 ignore.write_text("# Automatically created by torchlint-inplace.\n*\n", encoding="utf-8")
             self._ready = True
+
+
+def _code_identity() -> str:
+    """Which analysis and rules compute findings: a run with other ones (a plugin, a test's
+    stand-ins) must not read this one's entries."""
+    functions = [analysis.analyze, *registry.all_rules()]
+    return ",".join(f"{function.__module__}.{function.__qualname__}" for function in functions)
 
 
 def _torch_table_digest() -> str:

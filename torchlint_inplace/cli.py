@@ -26,6 +26,7 @@ from .discovery import discover
 from .reporters import REPORTERS, Report, write_report
 from .fixes.apply import FileFix
 from .fixes.run import after_fixes, applied_summary, fix_results, rejected_notes, unified_diff
+from .parallel import default_jobs
 from .runner import check_files
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -82,6 +83,8 @@ def _codes_option(name: str, help: str):
 @click.option("--unsafe-fixes", is_flag=True, help="With --fix or --diff, also apply the fixes that may change what other code observes.")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff instead of writing them; exit 1 if a file would change.")
 @click.option("--show-fixes", is_flag=True, help="With --fix, list the fixes applied (on stderr).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Check files in this many processes (default: all cores).")
+@click.option("--no-cache", is_flag=True, help="Analyse every file afresh: neither read nor write .torchlint_inplace_cache/.")
 def check(
     paths: Sequence[Path],
     select: Sequence[str],
@@ -102,6 +105,8 @@ def check(
     unsafe_fixes: bool,
     diff: bool,
     show_fixes: bool,
+    jobs: int | None,
+    no_cache: bool,
 ) -> None:
     """Check PATHS (default: the current directory) for hazardous in-place operations."""
     overrides = config.Overrides(
@@ -120,7 +125,7 @@ def check(
         settings = config.resolve(overrides)
         if verbose:
             click.echo(f"configuration: {settings.config_path or 'defaults (no config file)'}; rules: {', '.join(settings.select) or 'none'}", err=True)
-        results = check_files(discover(paths or [Path(".")], settings), settings)
+        results = check_files(discover(paths or [Path(".")], settings), settings, jobs=jobs or default_jobs(), use_cache=not no_cache)
         if verbose:
             for result in results:
                 if result.traceback:

@@ -24,6 +24,9 @@ from .globs import matches_path
 from .prepass import PrePass
 from .rule import FormRule
 
+# Fewer files than this are checked in-process: starting workers would cost more than it saves.
+PARALLEL_FROM = 8
+
 INTERNAL_ERROR = "internal error while checking this file (please report it with the file): "
 
 
@@ -152,7 +155,7 @@ def lint_source(path: Path, text: str, settings: Settings, project: analysis.Pro
 def check_files(paths: Iterable[Path], settings: Settings, jobs: int = 1, use_cache: bool = False) -> list[FileResult]:
     """Every file's result, in the order given; `jobs` > 1 checks them in that many processes."""
     paths = list(paths)
-    if jobs > 1 and len(paths) > 1:
+    if jobs > 1 and len(paths) >= PARALLEL_FROM:
         from .parallel import check_in_parallel  # it imports this module
 
         return list(check_in_parallel(paths, settings, jobs, use_cache))
