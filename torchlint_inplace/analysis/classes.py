@@ -74,30 +74,30 @@ class ClassReader:
         return info
 
     def _read_init(self, init: cst.FunctionDef, info: ClassInfo) -> None:
+        from .project import statements  # the shared statement walk
+
         defaults = _init_bool_defaults(init)
-        reader = self
+        for node, _ in statements(init.body.body):
+            if isinstance(node, (cst.FunctionDef, cst.ClassDef)) or not isinstance(node, cst.SimpleStatementLine):
+                continue
+            for small in node.body:
+                if isinstance(small, cst.Assign):
+                    for target in small.targets:
+                        name = _self_attribute(target.target)
+                        if name is not None:
+                            self._read_assignment(name, small.value, info, defaults)
+                elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                    self._read_registration(small.value, info)
 
-        class Assignments(cst.CSTVisitor):
-            def visit_Assign(self, node: cst.Assign) -> None:
-                for target in node.targets:
-                    name = _self_attribute(target.target)
-                    if name is not None:
-                        reader._read_assignment(name, node.value, info, defaults)
-
-            def visit_Call(self, node: cst.Call) -> None:
-                # self.register_buffer("name", tensor) / self.register_parameter("name", p)
-                func = node.func
-                if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
-                    if func.attr.value in ("register_buffer", "register_parameter") and node.args:
-                        first = node.args[0].value
-                        if isinstance(first, cst.SimpleString):
-                            table = info.buffers if func.attr.value == "register_buffer" else info.parameters
-                            table[first.evaluated_value] = node
-
-            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-                return node is init  # nested helpers are not the constructor
-
-        init.visit(Assignments())
+    @staticmethod
+    def _read_registration(call: cst.Call, info: ClassInfo) -> None:
+        """self.register_buffer("name", tensor) / self.register_parameter("name", p)"""
+        func = call.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self" and call.args:
+            first = call.args[0].value
+            if func.attr.value in ("register_buffer", "register_parameter") and isinstance(first, cst.SimpleString):
+                table = info.buffers if func.attr.value == "register_buffer" else info.parameters
+                table[first.evaluated_value] = call
 
     def _read_assignment(self, name: str, value: cst.BaseExpression, info: ClassInfo, defaults: dict[str, bool]) -> None:
         if not isinstance(value, cst.Call):

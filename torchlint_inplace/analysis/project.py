@@ -8,7 +8,9 @@ call first needs them and kept for the rest of the run; nothing is imported or e
 from __future__ import annotations
 
 import os
+import re
 from collections import OrderedDict
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +24,8 @@ from .summaries import EMPTY, Summary
 from .torch_facts import TorchFacts, torch_facts
 
 MAX_PROJECT_FILE_BYTES = 2_000_000
-MAX_IMPORTER_SCAN = 500
+MAX_IMPORTER_SCAN = 5000
+_IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[^\n#]*|import[ \t]+[^\n#]+)", re.MULTILINE)
 MAX_CACHED_FILES = 64
 
 
@@ -49,48 +52,58 @@ class FileContext:
         return self.module.code_for_node(node)
 
 
-class _Collector(cst.CSTVisitor):
-    """Imports, classes and functions, in one walk."""
+def statements(body: Sequence[cst.CSTNode]) -> Iterator[tuple[cst.CSTNode, cst.ClassDef | None]]:
+    """Every statement, nested blocks included, with the class whose body holds it directly.
 
-    def __init__(self, imports: Imports) -> None:
-        self.imports = imports
-        self.classes: list[cst.ClassDef] = []
-        self.functions: list[tuple[cst.FunctionDef, cst.ClassDef | None]] = []
-        self._class_stack: list[cst.ClassDef | None] = []
+    A hand-written walk over statement bodies only: imports, classes and defs never live inside
+    expressions (lambdas are not analysed), and LibCST's own visitor rebuilds every node it
+    passes, which costs more than the parse.
+    """
+    stack: list[tuple[Sequence[cst.CSTNode], cst.ClassDef | None]] = [(body, None)]
+    while stack:
+        nodes, owner = stack.pop()
+        for node in reversed(nodes):
+            yield node, owner
+            stack.extend(_blocks(node))
 
-    def visit_Import(self, node: cst.Import) -> None:
-        self.imports.add(node)
 
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        self.imports.add(node)
+def _blocks(node: cst.CSTNode) -> list[tuple[Sequence[cst.CSTNode], cst.ClassDef | None]]:
+    if isinstance(node, cst.ClassDef):
+        return [(_body(node.body), node)]
+    blocks = []
+    for attribute in ("body", "orelse", "finalbody"):
+        block = getattr(node, attribute, None)
+        if isinstance(block, cst.If):
+            blocks.append(([block], None))
+        elif isinstance(block, (cst.BaseSuite, cst.Else, cst.Finally)):
+            blocks.append((_body(block if isinstance(block, cst.BaseSuite) else block.body), None))
+    for part in (*getattr(node, "handlers", ()), *getattr(node, "cases", ())):
+        blocks.append((_body(part.body), None))
+    return blocks
 
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self.classes.append(node)
-        self._class_stack.append(node)
 
-    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        self._class_stack.pop()
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.functions.append((node, self._class_stack[-1] if self._class_stack else None))
-        self._class_stack.append(None)  # a class body ends where a def begins
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self._class_stack.pop()
-
-    # Expressions hold no imports, classes or defs worth the walk (lambdas are not analysed).
-    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
-        return any(isinstance(small, (cst.Import, cst.ImportFrom)) for small in node.body)
+def _body(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
+    return suite.body if isinstance(suite, cst.IndentedBlock) else (cst.SimpleStatementLine(suite.body),)
 
 
 def index_module(path: str, module: cst.Module) -> FileContext:
     imports = Imports()
-    collector = _Collector(imports)
-    module.visit(collector)
+    classes: list[cst.ClassDef] = []
+    functions: list[tuple[cst.FunctionDef, cst.ClassDef | None]] = []
+    for node, owner in statements(module.body):
+        if isinstance(node, cst.SimpleStatementLine):
+            for small in node.body:
+                if isinstance(small, (cst.Import, cst.ImportFrom)):
+                    imports.add(small)
+        elif isinstance(node, cst.ClassDef):
+            classes.append(node)
+        elif isinstance(node, cst.FunctionDef):
+            functions.append((node, owner))
     ctx = FileContext(path, module, imports, torch_facts())
-    ctx.functions = {node.name.value: node for node, owner in collector.functions if owner is None and node in module.body}
+    top_level = set(map(id, module.body))
+    ctx.functions = {node.name.value: node for node, owner in functions if owner is None and id(node) in top_level}
     reader = ClassReader(imports, ctx.functions)
-    for node in collector.classes:
+    for node in classes:
         info = reader.read(node)
         ctx.class_nodes[id(node)] = info
         ctx.classes.setdefault(info.name, info)
@@ -99,7 +112,7 @@ def index_module(path: str, module: cst.Module) -> FileContext:
             parent = ctx.classes.get(base)
             if parent is not None and parent is not info:
                 info.inherit(parent)
-    ctx.bodies = [(node, ctx.class_nodes.get(id(owner)) if owner is not None else None) for node, owner in collector.functions]
+    ctx.bodies = [(node, ctx.class_nodes.get(id(owner)) if owner is not None else None) for node, owner in functions]
     return ctx
 
 
@@ -111,6 +124,7 @@ class Project:
         self._files: OrderedDict[str, FileContext | None] = OrderedDict()
         self._summaries: dict[tuple[str, int], Summary] = {}
         self._argument_writers: set[str] = set()
+        self._import_indexes: dict[str, dict[str, list[Path]]] = {}
         # What the analysis of the current file read besides the file itself: the results cache
         # must be invalidated when any of these change.
         self.dependencies: set[str] = set()
@@ -151,18 +165,28 @@ class Project:
             root = root.parent
         self.scanned_roots.add(key_of(root))
         found = []
-        for candidate in sorted(root.rglob("*.py"))[:MAX_IMPORTER_SCAN]:
+        for candidate in self._import_index(root).get(here.stem, ()):
             if key_of(candidate) == key_of(here):
                 continue
-            try:
-                if here.stem not in candidate.read_text("utf-8", errors="replace"):
-                    continue
-            except OSError:
-                continue
             other = self.file(candidate)
-            if other is not None and any(_imported_file(other, local) and key_of(_imported_file(other, local)[0]) == key_of(here) for local in (*other.imports.relative, *other.imports.aliases)):
+            if other is not None and any(_imports_file(other, local, here) for local in (*other.imports.relative, *other.imports.aliases)):
                 found.append(other)
         return found
+
+    def _import_index(self, root: Path) -> dict[str, list[Path]]:
+        """For a package root, once per run: which files mention which module names in imports."""
+        key = key_of(root)
+        if key not in self._import_indexes:
+            index: dict[str, list[Path]] = {}
+            for candidate in sorted(root.rglob("*.py"))[:MAX_IMPORTER_SCAN]:
+                try:
+                    text = candidate.read_text("utf-8", errors="replace")
+                except OSError:
+                    continue
+                for name in {word for match in _IMPORT_LINE.finditer(text) for word in re.findall(r"\w+", match.group(0))}:
+                    index.setdefault(name, []).append(candidate)
+            self._import_indexes[key] = index
+        return self._import_indexes[key]
 
     def resolve_class(self, ctx: FileContext, name: str) -> tuple[FileContext, ClassInfo] | None:
         found = self._resolve(ctx, name, lambda other, short: other.classes.get(short))
@@ -209,6 +233,11 @@ def _read_index(path: Path) -> FileContext | None:
     except (OSError, cst.ParserSyntaxError, UnicodeDecodeError, RecursionError, ValueError):
         return None
     return index_module(str(path), module)
+
+
+def _imports_file(ctx: FileContext, local: str, target: Path) -> bool:
+    found = _imported_file(ctx, local)
+    return found is not None and key_of(found[0]) == key_of(target)
 
 
 def _imported_file(ctx: FileContext, local: str) -> tuple[Path, str] | None:
