@@ -1,24 +1,186 @@
 """`--confirm` as a library: prove static findings by running the code that owns them.
 
-User code runs only here, in a child process (`probe.py`) with a wall-clock timeout and an
-address-space limit, so a hanging or memory-hungry model costs one file's findings a
-`not run: ...` status, never the linter run.
+This side never imports torch or user code. It starts the confirmation server
+(`forkserver.py`) in a controlled environment and asks it, file by file, for each finding
+line's status; the server runs every file in a child of its own with a timeout and a memory
+limit (see there). If the server itself stops answering, that file's findings get
+`not run: ...` and a fresh server takes the next file.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
-import resource
+import os
+import selectors
+import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..diagnostics import Finding
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MEMORY_BYTES = 8 * 1024**3
+# Room for the server to import torch before the first answer, and slack on each answer.
+STARTUP_S, SLACK_S = 120.0, 10.0
+# The environment variables the code under test sees from ours; everything else is dropped.
+PASSED_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "VIRTUAL_ENV", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "LD_LIBRARY_PATH")
+FIXED_ENVIRONMENT = {
+    "PYTHONDONTWRITEBYTECODE": "1",  # leave no __pycache__ in the checked project
+    "PYTHONHASHSEED": "0",
+    "PYTHONUNBUFFERED": "1",
+    "OMP_NUM_THREADS": "1",  # small synthetic inputs: threads only cost start-up
+    "MKL_NUM_THREADS": "1",
+    "MPLBACKEND": "Agg",
+    "TORCHLINT_INPLACE_CONFIRM": "1",  # lets a project tell it is being confirmed
+}
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+NO_TORCH = "not run: --confirm needs torch (pip install 'torchlint-inplace[runtime]')"
+
+
+@dataclass(frozen=True)
+class ConfirmOptions:
+    devices: tuple[str, ...] = ("cpu",)  # "cpu", "cuda", or ("auto",): cuda when available
+    timeout: float = DEFAULT_TIMEOUT_S  # per file and device
+    memory_bytes: int = DEFAULT_MEMORY_BYTES
+    specs: Mapping[str, Mapping] = field(default_factory=dict)  # class name -> {args, kwargs, inputs}
+
+
+def project_root(path: Path) -> Path:
+    """The working directory a file's code expects: its project's root (the nearest folder with
+    a pyproject.toml, setup.py, setup.cfg or .git), else above its outermost package."""
+    path = Path(os.path.abspath(path))
+    for folder in path.parents:
+        if any((folder / marker).exists() for marker in PROJECT_MARKERS):
+            return folder
+    folder = path.parent
+    while (folder / "__init__.py").exists():
+        folder = folder.parent
+    return folder
+
+
+def _environment() -> dict[str, str]:
+    environment = {name: os.environ[name] for name in PASSED_ENVIRONMENT if name in os.environ}
+    environment.update(FIXED_ENVIRONMENT)
+    package_parent = str(Path(__file__).resolve().parents[2])  # the server must import us
+    environment["PYTHONPATH"] = package_parent
+    return environment
+
+
+class Server:
+    """One confirmation server process; `ask` sends a request and waits for its answer."""
+
+    def __init__(self, scratch: str) -> None:
+        self.log = open(Path(scratch) / "server.log", "w+b")  # noqa: SIM115 (lives with the server)
+        self.process = subprocess.Popen(
+            [sys.executable, "-P", "-m", "torchlint_inplace.runtime.forkserver"],
+            cwd=scratch,
+            env=_environment(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            start_new_session=True,  # its own process group, so close() can end all of it
+        )
+        self.answered = False
+        self.failure = ""  # the server's last words, once it is closed
+
+    def ask(self, request: dict, wait_s: float) -> dict | None:
+        """The server's answer, or None when it died or missed `wait_s` (it is then closed)."""
+        try:
+            self.process.stdin.write((json.dumps(request) + "\n").encode())
+            self.process.stdin.flush()
+        except OSError:
+            self.close()
+            return None
+        deadline = time.monotonic() + wait_s + (0 if self.answered else STARTUP_S)
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.process.stdout, selectors.EVENT_READ)
+            while time.monotonic() < deadline:
+                if selector.select(timeout=min(1.0, max(0.0, deadline - time.monotonic()))):
+                    line = self.process.stdout.readline()
+                    if not line:
+                        break
+                    self.answered = True
+                    return json.loads(line)
+        self.close()
+        return None
+
+    def _last_error(self) -> str:
+        self.log.seek(0)
+        lines = [line.strip() for line in self.log.read().decode("utf-8", "replace").splitlines() if line.strip()]
+        return lines[-1][:200] if lines else f"exit code {self.process.returncode}"
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def close(self) -> None:
+        if self.alive:
+            self.process.stdin.close()
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.process.wait()
+        self.process.stdout.close()
+        self.failure = self._last_error()
+        self.log.close()
+
+
+def confirm_files(
+    jobs: Iterable[tuple[Path | str, Sequence[Finding]]],
+    options: ConfirmOptions = ConfirmOptions(),
+    on_file_done: Callable[[Path], None] | None = None,
+) -> dict[Finding, str]:
+    """Each finding's status: `confirmed: raises`, `confirmed: changes results`, `benign`,
+    `not reached` or `not run: <reason>`."""
+    statuses: dict[Finding, str] = {}
+    jobs = [(Path(os.path.abspath(path)), list(findings)) for path, findings in jobs]
+    if importlib.util.find_spec("torch") is None:
+        return {finding: NO_TORCH for _, findings in jobs for finding in findings}
+    with tempfile.TemporaryDirectory(prefix="torchlint-confirm-") as scratch:
+        server: Server | None = None
+        try:
+            for path, findings in jobs:
+                if findings:
+                    server = server if server is not None and server.alive else Server(scratch)
+                    by_line = _ask(server, path, findings, options)
+                    statuses.update({finding: by_line[finding.line] for finding in findings})
+                if on_file_done is not None:
+                    on_file_done(path)
+        finally:
+            if server is not None:
+                server.close()
+    return statuses
+
+
+def _ask(server: Server, path: Path, findings: list[Finding], options: ConfirmOptions) -> dict[int, str]:
+    codes: dict[str, list[str]] = {}
+    for finding in findings:
+        codes.setdefault(str(finding.line), []).append(finding.code)
+    request = {
+        "file": str(path),
+        "root": str(project_root(path)),
+        "codes": codes,
+        "devices": list(options.devices),
+        "timeout": options.timeout,
+        "memory_bytes": options.memory_bytes,
+        "specs": {name: dict(spec) for name, spec in options.specs.items()},
+    }
+    answer = server.ask(request, wait_s=options.timeout * max(1, len(options.devices)) + SLACK_S)
+    if answer is None:
+        reason = f"not run: the confirmation process failed: {server.failure}"
+        return {int(line): reason for line in codes}
+    return {int(line): status for line, status in answer.items()}
 
 
 def confirm_file(
@@ -26,37 +188,7 @@ def confirm_file(
     findings: Iterable[Finding],
     timeout: float = DEFAULT_TIMEOUT_S,
     memory_bytes: int = DEFAULT_MEMORY_BYTES,
+    devices: tuple[str, ...] = ("cpu",),
 ) -> dict[Finding, str]:
-    """Each finding's status: `confirmed: raises`, `benign`, `not reached` or `not run: <reason>`."""
-    findings = list(findings)
-    lines = sorted({finding.line for finding in findings})
-    by_line = _run_probe(Path(path), lines, timeout, memory_bytes)
-    return {finding: by_line[finding.line] for finding in findings}
-
-
-def _run_probe(path: Path, lines: list[int], timeout: float, memory_bytes: int) -> dict[int, str]:
-    if not lines:
-        return {}
-    with tempfile.TemporaryDirectory(prefix="torchlint-confirm-") as scratch:
-        output = Path(scratch) / "statuses.json"
-        command = [sys.executable, "-m", "torchlint_inplace.runtime.probe", str(path), str(output), *map(str, lines)]
-        try:
-            result = subprocess.run(
-                command,
-                cwd=scratch,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                preexec_fn=lambda: _limit_memory(memory_bytes),
-            )
-        except subprocess.TimeoutExpired:
-            return dict.fromkeys(lines, f"not run: killed after the {timeout:g}s timeout")
-        if not output.exists():
-            last = (result.stderr.strip().splitlines() or [f"exit code {result.returncode}"])[-1]
-            return dict.fromkeys(lines, f"not run: the confirmation process failed: {last}")
-        return {int(line): status for line, status in json.loads(output.read_text(encoding="utf-8")).items()}
-
-
-def _limit_memory(memory_bytes: int) -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    """`confirm_files` for one file."""
+    return confirm_files([(path, list(findings))], ConfirmOptions(devices, timeout, memory_bytes))

@@ -1,59 +1,72 @@
-"""The child side of `--confirm`: import one file, build the classes that own findings, run them.
+"""The child side of `--confirm`: import one file, drive the classes around its findings, report.
 
-Runs in a subprocess started by `confirm.py` (user code executes only there). Each class owning
-a finding is instantiated (defaults; small integers for required `int`-like arguments), fed
-synthetic inputs (shaped after the first layer that consumes them, else a short list of
-candidate shapes), and run forward + backward on CPU under the culprit tracer, while the lines
-of the file that execute are recorded. Output: JSON `{line: status}` written to a file.
+Runs in a process forked by `forkserver.py` for one file and one device (user code executes only
+there). The drivers of a finding's line are the `nn.Module` / `autograd.Function` class that
+contains it and, when that does not prove it, the classes that use it — the caller whose tensor
+a TIP005/TIP007 callee mutates is where the hazard shows — in the same file or the same
+package. Each driver is built (`inputs.py`), run forward + backward under the culprit tracer
+while the file's executed lines are recorded, and, for a silent form that ran clean, run again
+with the finding's fix (`variants.py`) to see whether results change.
 
-    python -m torchlint_inplace.runtime.probe FILE OUTPUT_JSON LINE...
+Statuses are reported as they become known (one JSON object per driver on the result stream),
+so a crash in a later driver keeps what earlier ones proved.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
-import importlib.util
 import inspect
-import json
+import importlib.util
 import re
 import sys
 import traceback
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
 import torch
 from torch import nn
 
+from . import inputs
+from .inputs import NotRun, Spec
 from .report import InplaceCulpritError
 from .tracer import trace
+from .variants import FIXABLE_CODES, fix_applied, flat_tensors, results_differ, tensors
 
-SMALL_INT = 4
-# What a required constructor argument gets, by annotation (unannotated ones are taken as sizes).
-CONSTRUCTOR_DEFAULTS = {int: SMALL_INT, "int": SMALL_INT, float: 0.5, "float": 0.5, bool: False, "bool": False}
-# Shapes tried for every tensor argument when no first layer says what the input looks like.
-CANDIDATE_SHAPES = ((2, SMALL_INT), (2, 3, SMALL_INT), (2, SMALL_INT, 6, 6), (2, SMALL_INT, 6), (SMALL_INT,), (2, SMALL_INT, 4, 4, 4))
-# Autograd's refusals of an in-place write on the spot (a leaf, a view of one, a multi-output view).
-REFUSED_WRITE = re.compile(r"in-place operation|is a view and is being modified inplace|modified by an inplace operation|marked as dirty")
+CONFIRMED, CHANGES, BENIGN, NOT_REACHED = "confirmed: raises", "confirmed: changes results", "benign", "not reached"
+# When several drivers (or devices) speak for one line, the strongest evidence wins.
+RANK = {CONFIRMED: 4, CHANGES: 3, BENIGN: 2, NOT_REACHED: 1}
+# Autograd's refusals of an in-place write on the spot (a leaf, a view of one, a multi-output
+# view) and a custom Function's broken contract: raised where the write happens.
+REFUSED_WRITE = re.compile(
+    r"in-place operation|is a view and is being modified inplace|modified by an inplace operation|marked as dirty"
+)
+OUTPUT_OF_FUNCTION = re.compile(r"Output \d+ of (\w+) is a view")
+MAX_CALLERS = 8
+# Input magnitudes the fix comparison tries: a silent hazard can hide at small values (a clamp
+# that clips nothing), so larger inputs get a second chance.
+INPUT_SCALES = (1.0, 8.0)
 
-CONFIRMED, BENIGN, NOT_REACHED = "confirmed: raises", "benign", "not reached"
+
+def rank(status: str) -> int:
+    return RANK.get(status, 0)
 
 
-class NotRun(Exception):
-    """A class could not be built or fed; the message is the reason shown to the user."""
+def stronger(first: str | None, second: str) -> str:
+    return second if first is None or rank(second) > rank(first) else first
 
 
-def owning_classes(path: Path, lines: list[int]) -> dict[str, list[int]]:
-    """Top-level class name -> the finding lines inside it."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    owners: dict[str, list[int]] = {}
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef):
-            inside = [line for line in lines if node.lineno <= line <= (node.end_lineno or node.lineno)]
-            if inside:
-                owners[node.name] = inside
-    return owners
+@dataclass
+class Request:
+    file: Path
+    codes: dict[int, list[str]]  # finding line -> rule codes on it
+    device: str
+    specs: dict[str, Spec] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- importing and finding drivers
 
 
 def import_file(path: Path) -> ModuleType:
@@ -62,80 +75,139 @@ def import_file(path: Path) -> ModuleType:
     while (folder / "__init__.py").exists():
         root, folder = folder, folder.parent
     if root is None:
+        sys.path.insert(0, str(path.parent))
         spec = importlib.util.spec_from_file_location("__confirmed__", path)
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module
         spec.loader.exec_module(module)
         return module
     sys.path.insert(0, str(root.parent))
-    dotted = ".".join(path.relative_to(root.parent).with_suffix("").parts)
-    return importlib.import_module(dotted.removesuffix(".__init__"))
+    return importlib.import_module(_dotted(path, root.parent))
 
 
-def _required(signature: inspect.Signature, skip: int) -> list[inspect.Parameter]:
-    parameters = list(signature.parameters.values())[skip:]
-    return [p for p in parameters if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+def _dotted(path: Path, base: Path) -> str:
+    return ".".join(path.relative_to(base).with_suffix("").parts).removesuffix(".__init__")
 
 
-def instantiate(cls: type[nn.Module]) -> nn.Module:
-    arguments = []
-    for parameter in _required(inspect.signature(cls.__init__), skip=1):
-        annotation = int if parameter.annotation is parameter.empty else parameter.annotation
-        if annotation not in CONSTRUCTOR_DEFAULTS:
-            raise NotRun(f"cannot build constructor argument `{parameter.name}: {parameter.annotation}` of {cls.__name__}")
-        arguments.append(CONSTRUCTOR_DEFAULTS[annotation])
-    try:
-        return cls(*arguments)
-    except Exception as error:
-        raise NotRun(f"{cls.__name__}({', '.join(map(str, arguments))}) raised {type(error).__name__}: {error}") from error
+def _package_root(path: Path) -> Path | None:
+    root, folder = None, path.parent
+    while (folder / "__init__.py").exists():
+        root, folder = folder, folder.parent
+    return root
 
 
-def first_layer_inputs(module: nn.Module) -> list[torch.Tensor]:
-    """Inputs for the first layer that consumes them, shaped by that layer's own parameters."""
-    for layer in module.modules():
-        if isinstance(layer, (nn.Conv1d, nn.Conv2d, nn.Conv3d)):
-            spatial = (8,) * (layer.weight.dim() - 2)
-            return [torch.randn(2, layer.in_channels, *spatial)]
-        if isinstance(layer, nn.Linear):  # features, or a sequence of them
-            return [torch.randn(2, layer.in_features), torch.randn(2, 3, layer.in_features)]
-        if isinstance(layer, nn.Embedding):
-            return [torch.randint(0, layer.num_embeddings, (2, 5))]
-        if isinstance(layer, (nn.LSTM, nn.GRU)):
-            return [torch.randn(2, 5, layer.input_size) if layer.batch_first else torch.randn(5, 2, layer.input_size)]
-        if isinstance(layer, nn.LayerNorm):
-            return [torch.randn(2, *layer.normalized_shape)]
-    return []
+@dataclass
+class Driver:
+    """A class to run, and the finding lines it speaks for when it does not reach them."""
+
+    load: Callable[[], object]  # returns the class (imports its module first)
+    name: str
+    owned: list[int]
 
 
-def input_candidates(module: nn.Module, count: int) -> Iterator[tuple[torch.Tensor, ...]]:
-    if count == 0:
-        yield ()
+def _class_spans(tree: ast.Module) -> list[ast.ClassDef]:
+    return [node for node in tree.body if isinstance(node, ast.ClassDef)]
+
+
+def _top_level(tree: ast.Module) -> list[ast.ClassDef | ast.FunctionDef]:
+    return [node for node in tree.body if isinstance(node, (ast.ClassDef, ast.FunctionDef))]
+
+
+def _inside(node: ast.AST, line: int) -> bool:
+    return node.lineno <= line <= (node.end_lineno or node.lineno)
+
+
+def _names_of_lines(tree: ast.Module, lines: list[int]) -> set[str]:
+    """What a caller has to mention to reach the lines: their top-level class or function."""
+    return {node.name for node in tree.body if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and any(_inside(node, l) for l in lines)}
+
+
+def _mentions(node: ast.ClassDef, names: set[str]) -> bool:
+    return any((isinstance(n, ast.Name) and n.id in names) or (isinstance(n, ast.Attribute) and n.attr in names) for n in ast.walk(node))
+
+
+def owners(tree: ast.Module, module: ModuleType, lines: list[int]) -> list[Driver]:
+    """The top-level class or function holding each line."""
+    drivers = []
+    for node in _top_level(tree):
+        inside = [line for line in lines if _inside(node, line)]
+        if inside:
+            drivers.append(Driver(lambda name=node.name: getattr(module, name, None), node.name, inside))
+    return drivers
+
+
+def callers(path: Path, tree: ast.Module, module: ModuleType, lines: list[int]) -> Iterator[Driver]:
+    """Classes in the file, then in the rest of its package, that use what holds the lines."""
+    names = _names_of_lines(tree, lines)
+    if not names:
         return
-    for inferred in first_layer_inputs(module):
-        yield tuple(inferred.clone() for _ in range(count))
-    for shape in CANDIDATE_SHAPES:
-        yield tuple(torch.randn(shape) for _ in range(count))
+    found = 0
+    for node in _class_spans(tree):
+        if node.name not in names and _mentions(node, names):
+            found += 1
+            yield Driver(lambda name=node.name: getattr(module, name, None), node.name, [])
+    root = _package_root(path)
+    if root is None:
+        return
+    word = re.compile(r"\b(" + "|".join(map(re.escape, sorted(names))) + r")\b")
+    for other in sorted(root.rglob("*.py")):
+        if other == path or found >= MAX_CALLERS:
+            continue
+        try:
+            text = other.read_text(encoding="utf-8")
+            if not word.search(text):
+                continue
+            other_tree = ast.parse(text)
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+            continue
+        dotted = _dotted(other, root.parent)
+        for node in _class_spans(other_tree):
+            if found < MAX_CALLERS and _mentions(node, names):
+                found += 1
+                yield Driver(lambda dotted=dotted, name=node.name: getattr(importlib.import_module(dotted), name, None), node.name, [])
 
 
-def _scalar(output: object) -> torch.Tensor | None:
-    tensors = output if isinstance(output, (tuple, list)) else (output,)
-    parts = [t.float().sum() for t in tensors if isinstance(t, torch.Tensor) and t.requires_grad]
-    return sum(parts) if parts else None
+# ---------------------------------------------------------------- running under observation
 
 
 class Outcome:
-    def __init__(self) -> None:
+    """What one driver's runs showed about the requested lines of the file."""
+
+    def __init__(self, file: str, requested: list[int], spans: dict[str, range], driver: str) -> None:
+        self.file = file
+        self.requested = set(requested)
+        self.spans = spans  # top-level class -> its lines, to blame a Function's broken contract
+        self.driver = driver
         self.raised_at: set[int] = set()
         self.executed: set[int] = set()
+        self.changed: set[int] = set()
+
+    def status(self, line: int, owned: bool) -> str | None:
+        if line in self.raised_at:
+            return CONFIRMED
+        if line in self.changed:
+            return CHANGES
+        if line in self.executed:
+            return BENIGN
+        return NOT_REACHED if owned else None
+
+    def blame_refusal(self, error: RuntimeError) -> None:
+        """Autograd refused an in-place write on the spot. It names no line when a custom
+        Function broke its contract (reported after `forward` returned, or at the caller's
+        later write to the Function's output): then the Function's executed lines are blamed."""
+        lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == self.file]
+        if lines:
+            self.raised_at.add(lines[-1])
+        named = OUTPUT_OF_FUNCTION.search(str(error))
+        culprit = named.group(1) if named else self.driver if not lines and "marked as dirty" in str(error) else None
+        span = self.spans.get(culprit or "", range(0))
+        self.raised_at |= {line for line in self.requested & self.executed if line in span}
 
 
-def _line_in(error: BaseException, file: str) -> int | None:
-    frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename == file]
-    return frames[-1].lineno if frames else None
-
-
-def run_once(call: Callable[[], object], file: str, outcome: Outcome) -> None:
-    """Forward + backward under the tracer, recording executed lines; raises what is not ours."""
+def observed(call: Callable[[], object], outcome: Outcome) -> bool:
+    """Runs `call` under the tracer, recording the file's executed lines. An in-place error is
+    recorded at the file's line it names (True is returned); any other exception propagates."""
+    file = outcome.file
 
     def tracer(frame, event, arg):
         if frame.f_code.co_filename != file:
@@ -148,72 +220,269 @@ def run_once(call: Callable[[], object], file: str, outcome: Outcome) -> None:
     sys.settrace(tracer)
     try:
         with trace():
-            loss = _scalar(call())
-            if loss is not None:
-                loss.backward()
+            call()
     except InplaceCulpritError as error:
         outcome.raised_at |= {write.line for write in error.writes if write.file == file}
+        return True
     except RuntimeError as error:
-        line = _line_in(error, file)
-        if not REFUSED_WRITE.search(str(error)) or line is None:
+        if not REFUSED_WRITE.search(str(error)):
             raise
-        outcome.raised_at.add(line)
+        outcome.blame_refusal(error)
+        return True
     finally:
         sys.settrace(previous)
+    return False
 
 
-def exercise(cls: type, file: str, outcome: Outcome) -> None:
-    if isinstance(cls, type) and issubclass(cls, torch.autograd.Function):
-        count = len(_required(inspect.signature(cls.forward), skip=1))
-        candidates = (tuple(t.requires_grad_() for t in inputs) for inputs in input_candidates(nn.Module(), count))
-        calls = (lambda inputs=inputs: cls.apply(*inputs) for inputs in candidates)
-    else:
-        module = instantiate(cls)
-        count = len(_required(inspect.signature(module.forward), skip=0))
-        calls = (lambda inputs=inputs: module(*inputs) for inputs in input_candidates(module, count))
-    errors = []
-    for call in calls:
-        try:
-            run_once(call, file, outcome)
-            return
-        except Exception as error:  # a shape that does not fit: try the next candidate
-            errors.append(f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}")
-    raise NotRun(f"no synthetic input worked for {cls.__name__} ({errors[0] if errors else 'no candidates'})")
+def _loss(output: object) -> torch.Tensor | None:
+    parts = [t.float().sum() for t in tensors(output) if t.requires_grad and (t.is_floating_point() or t.is_complex())]
+    return sum(parts) if parts else None
 
 
-def probe(path: Path, lines: list[int]) -> dict[int, str]:
-    statuses: dict[int, str] = {}
-    try:
-        module = import_file(path)
-    except Exception as error:
-        return {line: f"not run: importing the file raised {type(error).__name__}: {error}" for line in lines}
-    file = str(path)
-    owners = owning_classes(path, lines)
-    for name, owned in owners.items():
-        cls = getattr(module, name, None)
-        if not (isinstance(cls, type) and issubclass(cls, (nn.Module, torch.autograd.Function))):
-            statuses.update({line: f"not run: {name} is not an nn.Module or autograd.Function" for line in owned})
-            continue
-        outcome = Outcome()
+def _forward_backward(function: Callable, values: list[object]) -> object:
+    output = function(*values)
+    loss = _loss(output)
+    if loss is not None:
+        loss.backward()
+    return output
+
+
+# ---------------------------------------------------------------- one driver
+
+
+@dataclass
+class Entry:
+    """A way into the driver: `forward`, a method holding a finding, a Function's `apply`, or
+    the function itself; `name` is looked up on what `Harness.build` returns."""
+
+    name: str
+    slots: list[inputs.Slot]
+
+
+class Harness:
+    """Builds one driver (with one set of constructor arguments) on the device, finds inputs
+    for its entries, and runs them."""
+
+    def __init__(self, driver: object, module: ModuleType, request: Request, arguments: tuple[tuple, dict]) -> None:
+        self.driver = driver
+        self.module = module
+        self.device = request.device
+        self.spec = request.specs.get(driver.__name__)
+        self.is_module = isinstance(driver, type) and issubclass(driver, nn.Module)
+        self.args, self.kwargs = arguments
+        # A plain function's inputs do not require grad: a helper may rightly write into a
+        # buffer its callers own (they pass clones), and its own graph-building code still runs.
+        self.grad = isinstance(driver, type)
+
+    def inputs(self, layout: inputs.Layout | None, scale: float = 1.0) -> tuple[list[object], list[torch.Tensor]]:
+        values = self.values(layout, scale)
+        return inputs.with_grad(values) if self.grad else (values, [])
+
+    def build(self, device: str | None = None) -> object:
+        """A fresh instance with the same weights each time; a Function's class; the module
+        holding a plain function."""
         torch.manual_seed(0)
+        if not self.is_module:
+            return self.driver if isinstance(self.driver, type) else self.module
+        with torch.device(device or self.device):
+            return self.driver(*self.args, **self.kwargs)
+
+    def entries(self, instance: object, lines: list[int]) -> list[Entry]:
+        if not self.is_module:
+            if isinstance(self.driver, type):  # autograd.Function
+                return [Entry("apply", inputs.slots(self.driver.forward, skip=1))]
+            return [Entry(self.driver.__name__, inputs.slots(self.driver, skip=0))]
+        found = []
+        if type(instance).forward is not nn.Module.forward:
+            found.append(Entry("forward", inputs.slots(instance.forward, skip=0)))
+        for name, function in vars(self.driver).items():
+            code = getattr(function, "__code__", None)
+            if name.startswith("_") or name == "forward" or code is None or code.co_filename != str(self.module.__file__):
+                continue
+            last = max((line for _, _, line in code.co_lines() if line), default=code.co_firstlineno)
+            if any(code.co_firstlineno <= line <= last for line in lines):
+                found.append(Entry(name, inputs.slots(getattr(instance, name), skip=0)))
+        return found
+
+    def values(self, layout: inputs.Layout | None, scale: float = 1.0) -> list[object]:
+        """Fresh inputs (the same ones each time): from the config's expression, or a layout."""
+        torch.manual_seed(1)
+        if layout is None:
+            namespace = {"torch": torch, "nn": nn, **vars(self.module)}
+            with torch.device(self.device):
+                value = eval(self.spec.inputs, namespace)  # the user's own configured expression
+            values = list(value) if isinstance(value, tuple) else [value]
+        else:
+            values = layout.build(self.device)
+        return [v * scale if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in values]
+
+    def layouts(self, entry: Entry) -> Iterator[inputs.Layout | None]:
+        """The configured inputs; else layouts that ran on `meta` first, then the rest."""
+        if entry.name == "forward" and self.spec is not None and self.spec.inputs:
+            yield None
+            return
+        leading = inputs.first_layer(self.build("meta")) if self.is_module else None
+        candidates = list(inputs.layouts(entry.slots, leading))
+        fitting = [layout for layout in candidates[: inputs.META_TRIALS] if self._runs_on_meta(entry, layout)]
+        yield from fitting
+        if not fitting:
+            yield from candidates[: inputs.REAL_TRIALS]
+
+    def _runs_on_meta(self, entry: Entry, layout: inputs.Layout) -> bool:
         try:
-            exercise(cls, file, outcome)
+            instance = self.build("meta")
+            values, _ = inputs.with_grad(layout.build("meta"))
+            with torch.device("meta"):
+                getattr(instance, entry.name)(*values)
+        except RuntimeError as error:
+            return bool(REFUSED_WRITE.search(str(error)))
+        except Exception:
+            return False
+        return True
+
+    def run(self, entry: Entry, layout: inputs.Layout | None, scale: float = 1.0) -> list[torch.Tensor | None]:
+        """Forward + backward without any observer: outputs, parameter and input gradients."""
+        instance = self.build()
+        values, leaves = self.inputs(layout, scale)
+        torch.manual_seed(2)
+        output = _forward_backward(getattr(instance, entry.name), values)
+        parameters = list(instance.parameters()) if self.is_module else []
+        return [*flat_tensors(output), *(p.grad for p in parameters), *(leaf.grad for leaf in leaves)]
+
+
+def drive(driver: object, module: ModuleType, request: Request, outcome: Outcome, arguments: tuple[tuple, dict]) -> None:
+    """Build, feed and run one driver; raises NotRun with the reason when it cannot be done."""
+    harness = Harness(driver, module, request, arguments)
+    built: list[object] = []
+    call = inputs.call_text(driver, harness.args, harness.kwargs)
+    try:
+        if observed(lambda: built.append(harness.build()), outcome):
+            raise NotRun(f"{call} raised an in-place error while being built")
+    except NotRun:
+        raise
+    except Exception as error:
+        raise NotRun(f"{call} raised {_describe(error)}") from error
+    entries = harness.entries(built[0], sorted(request.codes))
+    if not entries:
+        raise NotRun(f"{driver.__name__} has no forward() and no public method holding a finding")
+    for entry in entries:
+        layout = _run_entry(harness, entry, outcome)
+        _compare_fixes(harness, entry, layout, outcome, request)
+
+
+def _run_entry(harness: Harness, entry: Entry, outcome: Outcome) -> inputs.Layout | None:
+    errors = []
+    for layout in harness.layouts(entry):
+        try:
+            instance = harness.build()
+            values, _ = harness.inputs(layout)
+            torch.manual_seed(2)
+            observed(lambda: _forward_backward(getattr(instance, entry.name), values), outcome)
+            return layout
+        except Exception as error:  # inputs that do not fit: try the next layout
+            errors.append(_describe(error))
+    where = f"{harness.driver.__name__}.{entry.name}" if isinstance(harness.driver, type) else f"{entry.name}()"
+    raise NotRun(f"no synthetic input worked for {where} ({errors[0] if errors else 'no candidates'})")
+
+
+def _compare_fixes(harness: Harness, entry: Entry, layout: inputs.Layout | None, outcome: Outcome, request: Request) -> None:
+    """For each silent-form line that ran clean: do the results change once its fix is applied?"""
+    pending = [
+        (line, code)
+        for line, codes in sorted(request.codes.items())
+        for code in codes
+        if code in FIXABLE_CODES and line in outcome.executed and line not in outcome.raised_at | outcome.changed
+    ]
+    for scale in INPUT_SCALES if pending else ():
+        try:
+            reference = harness.run(entry, layout, scale)
+        except Exception:
+            return
+        for line, code in pending:
+            if line in outcome.changed:
+                continue
+            try:
+                with fix_applied(code, harness.module, outcome.file, line) as applied:
+                    fixed = harness.run(entry, layout, scale) if applied else reference
+            except Exception:
+                continue
+            if results_differ(reference, fixed):
+                outcome.changed.add(line)
+
+
+def _describe(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+
+
+# ---------------------------------------------------------------- the whole file
+
+
+def probe(request: Request, emit: Callable[[dict[int, str]], None]) -> None:
+    """Emits `{line: status}` updates; lines never mentioned are reported by the supervisor."""
+    lines = sorted(request.codes)
+    file = str(request.file)
+    if request.device.startswith("cuda") and not torch.cuda.is_available():
+        emit(dict.fromkeys(lines, "not run: CUDA is not available"))
+        return
+    try:
+        module = import_file(request.file)
+    except BaseException as error:  # SystemExit and KeyboardInterrupt from module code included
+        emit(dict.fromkeys(lines, f"not run: importing the file raised {_describe(error)}"))
+        return
+    tree = ast.parse(request.file.read_text(encoding="utf-8"))
+    spans = {node.name: range(node.lineno, (node.end_lineno or node.lineno) + 1) for node in _class_spans(tree)}
+    best: dict[int, str] = {}
+    reasons: dict[int, str] = {}
+
+    def unproven(among: list[int]) -> list[int]:
+        return [line for line in among if rank(best.get(line, "")) < rank(CHANGES)]
+
+    def run(driver: Driver, speaks_for: list[int]) -> None:
+        try:
+            target = driver.load()
+            if not _drivable(target):
+                raise NotRun(f"{driver.name} is not an nn.Module, autograd.Function or function")
+            variants = inputs.constructor_variants(target, request.specs.get(driver.name)) if _is_module(target) else [((), {})]
         except NotRun as reason:
-            statuses.update({line: f"not run: {reason}" for line in owned})
-            continue
-        for line in owned:
-            statuses[line] = CONFIRMED if line in outcome.raised_at else BENIGN if line in outcome.executed else NOT_REACHED
-    for line in lines:
-        statuses.setdefault(line, "not run: outside any nn.Module or autograd.Function class")
-    return statuses
+            reasons.update({line: f"not run: {reason}" for line in driver.owned})
+            return
+        except BaseException as error:  # sys.exit() and friends in a module the driver imports
+            reasons.update({line: f"not run: loading {driver.name} raised {_describe(error)}" for line in driver.owned})
+            return
+        for number, arguments in enumerate(variants):
+            if number and not unproven(speaks_for):
+                break
+            outcome = Outcome(file, speaks_for, spans, driver.name)
+            failed = True
+            try:
+                drive(target, module, request, outcome, arguments)
+                failed = False
+            except NotRun as reason:
+                reasons.update({line: f"not run: {reason}" for line in driver.owned if number == 0})
+            except BaseException as error:  # sys.exit() and friends inside the user's forward
+                reasons.update({line: f"not run: {driver.name} raised {_describe(error)}" for line in driver.owned if number == 0})
+            update = {}
+            for line in speaks_for:
+                status = outcome.status(line, owned=line in driver.owned and not failed)
+                if status is not None and stronger(best.get(line), status) != best.get(line):
+                    best[line] = update[line] = status
+            if update:
+                emit(update)
+
+    for driver in owners(tree, module, lines):
+        run(driver, driver.owned)
+    if remaining := unproven(lines):
+        for driver in callers(request.file, tree, module, remaining):
+            run(driver, remaining)
+    leftover = {line: reasons.get(line, "not run: no nn.Module, autograd.Function or function holds or uses this line") for line in lines if line not in best}
+    if leftover:
+        emit(leftover)
 
 
-def main(argv: list[str]) -> int:
-    path, output, *lines = argv
-    statuses = probe(Path(path).resolve(), [int(line) for line in lines])
-    Path(output).write_text(json.dumps({str(line): status for line, status in statuses.items()}), encoding="utf-8")
-    return 0
+def _is_module(target: object) -> bool:
+    return isinstance(target, type) and issubclass(target, nn.Module)
 
 
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+def _drivable(target: object) -> bool:
+    return _is_module(target) or (isinstance(target, type) and issubclass(target, torch.autograd.Function)) or inspect.isfunction(target)

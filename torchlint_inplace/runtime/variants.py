@@ -1,0 +1,236 @@
+"""The same code with one finding's fix applied, for `confirmed: changes results` (child side).
+
+A silent finding (TIP004, TIP007, TIP008) raises nothing; it is proven by running the module
+twice on the same inputs and weights, once as written and once with the fix of that one
+line, and seeing the outputs or gradients differ. The fixes are applied at run time, to the
+line alone, so the file is never rewritten and other lines keep their in-place behaviour:
+
+- TIP004: the inplace activation or dropout called from the line runs with `inplace=False`
+  (every `nn.ReLU`-family module and `F.*(inplace=...)` functional goes through
+  `torch.nn.functional`, so the functional is intercepted when its caller is that line);
+- TIP007: the function containing the line gets copies of its tensor arguments, so the
+  caller's tensors are untouched (what the `.clone()` the fix inserts does);
+- TIP008: what autograd saved is kept apart from writes made at the line (it unpacks a copy
+  taken at save time), which is what an out-of-place write leaves to backward.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import functools
+import inspect
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from types import ModuleType
+
+import torch
+import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from .sites import user_site
+
+FIXABLE_CODES = frozenset({"TIP004", "TIP007", "TIP008"})
+# Two runs that agree up to float noise from a different op order agree.
+RTOL, ATOL = 1e-4, 1e-5
+
+
+def _called_from(file: str, line: int) -> bool:
+    site = user_site()
+    return site is not None and site.file == file and site.line == line
+
+
+def _inplace_functionals() -> dict[str, tuple[Callable, inspect.Signature]]:
+    found = {}
+    for name in dir(F):
+        function = getattr(F, name)
+        if not inspect.isfunction(function):
+            continue
+        try:
+            signature = inspect.signature(function)
+        except (TypeError, ValueError):
+            continue
+        if "inplace" in signature.parameters:
+            found[name] = (function, signature)
+    return found
+
+
+def _out_of_place_from(file: str, line: int, function: Callable, signature: inspect.Signature) -> Callable:
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        if _called_from(file, line):
+            bound = signature.bind(*args, **kwargs)
+            bound.arguments["inplace"] = False
+            return function(*bound.args, **bound.kwargs)
+        return function(*args, **kwargs)
+
+    return wrapper
+
+
+@contextlib.contextmanager
+def _replaced(replacements: Sequence[tuple[object, str, object]]) -> Iterator[None]:
+    """Sets attributes (or module globals) for the block, then puts the originals back."""
+    originals = [(holder, name, holder.__dict__[name] if isinstance(holder, type) else getattr(holder, name)) for holder, name, _ in replacements]
+    try:
+        for holder, name, value in replacements:
+            setattr(holder, name, value)
+        yield
+    finally:
+        for holder, name, value in reversed(originals):
+            setattr(holder, name, value)
+
+
+def _holders_of(original: object) -> list[tuple[ModuleType, str]]:
+    """Every loaded user module global bound to `original` (`from torch.nn.functional import relu`,
+    `from .layers import helper`): rebinding the defining attribute alone would miss these."""
+    torch_root = torch.__file__.rsplit("/", 2)[0]
+    holders = []
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None) or ""
+        if not path or path.startswith(torch_root) or module is F:
+            continue
+        for name, value in list(vars(module).items()):
+            if value is original:
+                holders.append((module, name))
+    return holders
+
+
+def _tip004(file: str, line: int) -> list[tuple[object, str, object]]:
+    replacements: list[tuple[object, str, object]] = []
+    for name, (function, signature) in _inplace_functionals().items():
+        wrapper = _out_of_place_from(file, line, function, signature)
+        replacements.append((F, name, wrapper))
+        replacements.extend((module, global_name, wrapper) for module, global_name in _holders_of(function))
+    return replacements
+
+
+def _enclosing_function(file: str, line: int) -> list[str] | None:
+    """Qualified name parts of the innermost class-level or module-level function holding `line`."""
+    with open(file, encoding="utf-8") as source:
+        tree = ast.parse(source.read())
+
+    def search(body: list[ast.stmt], prefix: list[str]) -> list[str] | None:
+        for node in body:
+            if not (node.lineno <= line <= (node.end_lineno or node.lineno)):
+                continue
+            if isinstance(node, ast.ClassDef):
+                return search(node.body, [*prefix, node.name])
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                return [*prefix, node.name]
+        return None
+
+    return search(tree.body, [])
+
+
+def _clone(value: object) -> object:
+    return value.clone() if isinstance(value, torch.Tensor) else value
+
+
+def _with_copied_arguments(function: Callable) -> Callable:
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        return function(*map(_clone, args), **{key: _clone(value) for key, value in kwargs.items()})
+
+    return wrapper
+
+
+def _tip007(module: ModuleType, file: str, line: int) -> list[tuple[object, str, object]]:
+    parts = _enclosing_function(file, line)
+    if not parts:
+        return []
+    holder: object = module
+    for part in parts[:-1]:
+        holder = getattr(holder, part, None)
+        if not isinstance(holder, type):
+            return []
+    raw = vars(holder).get(parts[-1])
+    if isinstance(raw, (staticmethod, classmethod)):
+        replacement: object = type(raw)(_with_copied_arguments(raw.__func__))
+    elif inspect.isfunction(raw):
+        replacement = _with_copied_arguments(raw)
+    else:
+        return []
+    replacements = [(holder, parts[-1], replacement)]
+    if holder is module:
+        replacements.extend((other, name, replacement) for other, name in _holders_of(raw) if other is not module)
+    return replacements
+
+
+class _WritesAtLine(TorchDispatchMode):
+    """Collects the storages that in-place ops issued from one source line write to."""
+
+    def __init__(self, file: str, line: int) -> None:
+        super().__init__()
+        self.file, self.line = file, line
+        self.storages: set[int] = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func._schema.is_mutable and _called_from(self.file, self.line):
+            for index, argument in enumerate(func._schema.arguments):
+                value = args[index] if index < len(args) else kwargs.get(argument.name)
+                if argument.alias_info is not None and argument.alias_info.is_write and isinstance(value, torch.Tensor):
+                    self.storages.add(value.untyped_storage()._cdata)
+        return func(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def _saved_apart_from_line(file: str, line: int) -> Iterator[None]:
+    watch = _WritesAtLine(file, line)
+
+    def pack(tensor: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return tensor, tensor.detach().clone()
+
+    def unpack(packed: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        tensor, copy = packed
+        return copy if tensor.untyped_storage()._cdata in watch.storages else tensor
+
+    with watch, torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        yield
+
+
+@contextlib.contextmanager
+def fix_applied(code: str, module: ModuleType, file: str, line: int) -> Iterator[bool]:
+    """Runs the block with the fix of the finding `code` at `file:line`; yields False when this
+    finding's fix cannot be applied at run time (the block then runs the code as written)."""
+    if code == "TIP008":
+        with _saved_apart_from_line(file, line):
+            yield True
+        return
+    replacements = _tip004(file, line) if code == "TIP004" else _tip007(module, file, line) if code == "TIP007" else []
+    with _replaced(replacements):
+        yield bool(replacements)
+
+
+def tensors(value: object) -> Iterator[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from tensors(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from tensors(item)
+
+
+def results_differ(first: Sequence[torch.Tensor | None], second: Sequence[torch.Tensor | None]) -> bool:
+    """Whether two runs' outputs and gradients (in the same order) tell a different story."""
+    if len(first) != len(second):
+        return True
+    for a, b in zip(first, second):
+        if (a is None) != (b is None):
+            return True
+        if a is None:
+            continue
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return True
+        if a.is_floating_point() or a.is_complex():
+            if not torch.allclose(a, b, rtol=RTOL, atol=ATOL, equal_nan=True):
+                return True
+        elif not torch.equal(a, b):
+            return True
+    return False
+
+
+def flat_tensors(value: object) -> list[torch.Tensor]:
+    return [tensor.detach().clone() for tensor in tensors(value)]
