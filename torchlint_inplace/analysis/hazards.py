@@ -55,7 +55,7 @@ def _whom(record: SaveRecord, target: str) -> str:
 def saved_hazard(path: str, target: str, records: Sequence[SaveRecord], at: Span | None, certain: bool, span_of: SpanOf) -> Hazard:
     first = records[0]
     saved_at = span_of(first.node)
-    earlier = "in an earlier loop iteration " if at is not None and saved_at.start > at.start else ""
+    earlier = "in an earlier loop iteration " if at is not None and saved_at.start >= at.end else ""
     return Hazard(
         f"`{first.op}` at line {saved_at.start.line} {earlier}saved {_whom(first, target)} for backward; backward() will raise '{BACKWARD_ERROR}'",
         RAISES_AT_BACKWARD,

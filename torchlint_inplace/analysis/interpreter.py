@@ -86,6 +86,7 @@ _FUNCTIONAL = "torch.nn.functional"
 # In-place helpers that run under no_grad themselves and are meant for initialisation.
 _SAFE_INPLACE_PREFIXES = ("torch.nn.init.", "torch.nn.utils.")
 _MAX_LOOP_NESTING = 3
+_CALLERS = " the caller's"
 
 
 class FunctionInterpreter:
@@ -195,7 +196,7 @@ class FunctionInterpreter:
             if self.recorder is not None:
                 self.recorder.on_saves(state.saves)
             state.dead = True
-        elif isinstance(small, cst.Raise):
+        elif isinstance(small, cst.Raise) or (isinstance(small, cst.Assert) and _literal(small.test) is False):
             state.dead = True
         elif isinstance(small, (cst.Break, cst.Continue)):
             if self.jumps:
@@ -504,7 +505,9 @@ class FunctionInterpreter:
             return NOT_TENSOR
         if namespace == "torch" and self.facts.is_factory(short):
             requires_grad = any(_keyword(arg) == "requires_grad" and _literal(arg.value) for arg in call.args)
-            return Val(fresh_storage(), Grad.LEAF if requires_grad and self.grad_enabled else Grad.NO, origin=call)
+            if requires_grad and self.grad_enabled:
+                return Val(fresh_storage(), Grad.LEAF, origin=call)
+            return Val(fresh_storage(), Grad.NO, origin=call, fresh_buffer=True)
         tensors = [arg for arg in args if _is_tensor(arg)]
         if not tensors or (namespace == "torch" and short not in self.facts.tensor_functions and short not in self.facts.ops):
             return NOT_TENSOR
@@ -640,8 +643,11 @@ class FunctionInterpreter:
                 self.write(Form.INPLACE_ACTIVATION, call, argument or call, value, state, f"`{label}(...)` applies an inplace activation that rewrites", hidden_from_reader=True)
             else:
                 # `helper(x)` as a statement is called to update `x`: reading `x` afterwards is intended.
-                intended = {dotted(argument)} if argument is not None and call is self.discarded else set()
-                self.write(Form.ARGUMENT, call, argument or call, value, state, f"{write.action.rstrip()} the caller's", True, write.site, intended)
+                intended = {_root_name(argument)} if argument is not None and call is self.discarded else set()
+                action = write.action if write.action.endswith(_CALLERS) else f"{write.action}{_CALLERS}"
+                outer, self.grad_enabled = self.grad_enabled, self.grad_enabled and write.grad_enabled
+                self.write(Form.ARGUMENT, call, argument or call, value, state, action, True, write.site, intended)
+                self.grad_enabled = outer
         if self.grad_enabled:
             for index, records in summary.saves.items():
                 value = bound.get(index)
@@ -651,7 +657,11 @@ class FunctionInterpreter:
         returned = [bound[index] for index in summary.returns if _is_tensor(bound.get(index))]
         if returned:
             return returned[0].view()
-        return self.new_tensor(args) if any(map(_is_tensor, args)) else NOT_TENSOR
+        result = self.new_tensor(args) if any(map(_is_tensor, args)) else NOT_TENSOR
+        if _is_tensor(result) and summary.result_saves and self.grad_enabled:
+            inner = min(summary.result_saves, key=lambda record: record.order)
+            state.add_save(result, SaveRecord(f"{label} (its `{inner.op}`)", "its result", call))
+        return result
 
     def training_loop_call(self, method: str, call: cst.Call, state: State) -> None:
         """TIP009: an optimizer step between a `backward(retain_graph=True)` and the next backward."""
@@ -722,7 +732,7 @@ class FunctionInterpreter:
         written = self.ctx.code_of(target_expr)
         site = site or Site(self.ctx.path, node)
         if self.recorder is not None:
-            self.recorder.on_write(target.storages, site, form, action, form is Form.INPLACE_ACTIVATION)
+            self.recorder.on_write(target.storages, site, form, action, form is Form.INPLACE_ACTIVATION, self.grad_enabled)
         if self.contract is not None:
             self.contract.on_write(target.storages, site, action, written, state)
             return
@@ -738,6 +748,8 @@ class FunctionInterpreter:
             self.emit(form, site, f"{action} `{written}` in place", hazard, target_expr, exclusive)
         elif hidden_from_reader and self.grad_enabled:
             pending = PendingWrite(form, site, action, written)
+            if target.fresh_buffer and target.grad is Grad.NO:
+                return  # an out-parameter: a buffer made to be filled, read afterwards on purpose
             for name, value in state.env.items():
                 if isinstance(value, Val) and value.storages & target.storages and name not in intended_readers:
                     state.stale[name] = pending
@@ -922,6 +934,13 @@ def _element_of(value: Value) -> Value:
             merged = merge_values(merged, item)
         return merged
     return NOT_TENSOR
+
+
+def _root_name(expr: cst.BaseExpression) -> str | None:
+    """The name a view expression hangs from: `patches[i]` -> patches, `self.buf[:, 0]` -> self.buf."""
+    while isinstance(expr, cst.Subscript):
+        expr = expr.value
+    return dotted(expr)
 
 
 def _is_self(expr: cst.BaseExpression) -> bool:

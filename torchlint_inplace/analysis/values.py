@@ -39,6 +39,7 @@ class Val:
     hidden: str | None = None  # "data" / "detach": an alias autograd does not track
     multi_view: str | None = None  # an output of chunk()/split()/unbind(): torch forbids writing it
     dtype: str | None = None  # when known: "bfloat16" under autocast, "float32" after .float()
+    fresh_buffer: bool = False  # made by a factory (zeros, empty): an out-parameter a callee may fill
 
     @property
     def is_tensor(self) -> bool:
@@ -82,6 +83,7 @@ def merge_values(a: Value | None, b: Value | None) -> Value:
             hidden=a.hidden if a.hidden == b.hidden else None,
             multi_view=a.multi_view or b.multi_view,
             dtype=a.dtype if a.dtype == b.dtype else None,
+            fresh_buffer=a.fresh_buffer and b.fresh_buffer,
         )
     return a if isinstance(a, ModuleRef) else b
 
