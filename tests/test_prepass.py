@@ -1,0 +1,121 @@
+"""The pre-pass may only skip files in which the full analysis finds nothing.
+
+Every skip is checked against the real thing: the full analysis (LibCST, every rule, preview
+findings included) runs on each fixture and each sampled torch source file the pre-pass skips
+and must report nothing. Small cases pin down each refinement both ways: what makes a write
+harmless, and the near miss that must keep the file.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from torchlint_inplace import prepass, source
+from torchlint_inplace.runner import analyze_source
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+TORCH_SAMPLE_SIZE = 40
+
+
+def _full_analysis(path: Path, text: str) -> list[str]:
+    return [f"{f.line} {f.code}" for f in analyze_source(str(path), text, select=None, preview=True, prepass=None).findings]
+
+
+def _skipped(paths: list[Path]) -> list[Path]:
+    run = prepass.PrePass()
+    return [path for path in paths if run.verdict(str(path), source.read(path).text).skippable]
+
+
+def test_fixtures_the_prepass_skips_hold_no_finding() -> None:
+    skipped = _skipped(sorted(FIXTURES.rglob("*.py")))
+    assert skipped, "no fixture is skipped: this test would check nothing"
+    for path in skipped:
+        assert _full_analysis(path, source.read(path).text) == [], path
+
+
+def test_torch_sources_the_prepass_skips_hold_no_finding() -> None:
+    spec = importlib.util.find_spec("torch")  # locates the sources without importing torch
+    if spec is None or spec.origin is None:
+        pytest.skip("torch is not installed")
+    files = sorted(Path(spec.origin).parent.rglob("*.py"))
+    skipped = _skipped(files[:: max(1, len(files) // (4 * TORCH_SAMPLE_SIZE))])[:TORCH_SAMPLE_SIZE]
+    assert len(skipped) >= TORCH_SAMPLE_SIZE // 2
+    for path in skipped:
+        assert _full_analysis(path, source.read(path).text) == [], path
+
+
+HEADER = "import torch\nfrom torch import nn\nimport torch.nn.functional as F\n\n"
+
+# (name, body, skippable): each skippable one is also run through the full analysis.
+CASES = [
+    ("no in-place code", "def f(x):\n    return x * 2\n", True),
+    ("subscript store into a dict", "def f(x):\n    d = {}\n    d['a'] = x\n    n = 0\n    n += 1\n    return d\n", True),
+    ("subscript store into a forward argument", "class M(nn.Module):\n    def forward(self, x):\n        x[0] = 1\n        return x\n", False),
+    ("in-place method on a tensor", "def f(x):\n    y = torch.sigmoid(x)\n    y.mul_(2)\n    return y\n", False),
+    ("in-place method on a non-tensor chain", "def f(m):\n    m.weight.data.normal_(0, 1)\n", True),
+    ("nn.init helpers", "def init(w: torch.Tensor):\n    nn.init.normal_(w)\n    torch.nn.init.zeros_(w)\n", True),
+    ("no_grad writes to locals and attributes", "class M(nn.Module):\n    @torch.no_grad()\n    def reset(self):\n        self.w.zero_()\n        t = torch.ones(3)\n        t[0] = 2\n        t += 1\n", True),
+    ("no_grad write into its own parameter", "@torch.no_grad()\ndef clip(x):\n    x.clamp_(0, 1)\n", False),
+    ("no_grad write into a view of its parameter", "@torch.no_grad()\ndef clip(x):\n    y = x.view(-1)\n    y.clamp_(0, 1)\n", False),
+    ("no_grad function re-enabling grad", "class M(nn.Module):\n    @torch.no_grad()\n    def f(self):\n        with torch.enable_grad():\n            self.w.zero_()\n", False),
+    ("nested def inside a no_grad function", "class M(nn.Module):\n    @torch.no_grad()\n    def f(self):\n        def g(t: torch.Tensor):\n            t.zero_()\n        return g\n", False),
+    ("no_grad not imported from torch", "from mylib import no_grad\n\nclass M:\n    @no_grad()\n    def f(self):\n        self.w.zero_()\n", False),
+    ("inplace activation module", "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.act = nn.ReLU(inplace=True)\n", False),
+    ("inplace activation module, positional", "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.act = nn.ReLU(True)\n", False),
+    ("functional inplace flag", "def f(x):\n    return F.relu(x, inplace=True)\n", False),
+    ("functional without inplace", "def f(x):\n    return F.relu(x, inplace=False) + F.dropout(x, 0.1, True)\n", True),
+    ("out= argument", "def f(a: torch.Tensor, b: torch.Tensor):\n    torch.mul(a, b, out=a)\n", False),
+    ("mark_dirty", "class F(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n        ctx.mark_dirty(x)\n        return x\n", False),
+    ("optimizer step after retained backward", "loss = model(x)\nloss.backward(retain_graph=True)\nopt.step()\n", False),
+    ("aliased in-place function", "from torch import relu_ as r\n\ndef f(x):\n    r(x)\n", False),
+    ("syntax error", "def f(:\n", False),
+]
+
+
+@pytest.mark.parametrize(("name", "body", "skippable"), CASES, ids=[case[0] for case in CASES])
+def test_verdicts(tmp_path: Path, name: str, body: str, skippable: bool) -> None:
+    path = tmp_path / "m.py"
+    text = HEADER + body
+    path.write_text(text)
+    verdict = prepass.verdict(str(path), text)
+    assert verdict.skippable is skippable, verdict.reason
+    if skippable:
+        assert _full_analysis(path, text) == []
+
+
+def _package(tmp_path: Path, layers: str, model: str) -> Path:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "layers.py").write_text(HEADER + layers)
+    (package / "model.py").write_text(HEADER + model)
+    return package / "model.py"
+
+
+CALLER = "from .layers import Block\n\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.block = Block()\n\n    def forward(self, x):\n        y = torch.sigmoid(x)\n        self.block(y)\n        return y\n"
+
+
+def test_importing_project_code_with_an_inplace_activation_keeps_the_file(tmp_path: Path) -> None:
+    layers = "class Block(nn.Module):\n    def forward(self, x):\n        return F.relu(x, inplace=True)\n"
+    model = _package(tmp_path, layers, CALLER)
+    verdict = prepass.verdict(str(model), model.read_text())
+    assert not verdict.skippable and "inplace activation" in verdict.reason
+    assert str(model.parent / "layers.py") in verdict.dependencies
+
+
+def test_importing_project_code_without_one_is_skipped_and_depends_on_it(tmp_path: Path) -> None:
+    layers = "class Block(nn.Module):\n    def forward(self, x):\n        return x * 2\n"
+    model = _package(tmp_path, layers, CALLER)
+    verdict = prepass.verdict(str(model), model.read_text())
+    assert verdict.skippable and verdict.dependencies == {str(model.parent / "layers.py")}
+    assert _full_analysis(model, model.read_text()) == []
+
+
+def test_autograd_function_calling_project_code_that_writes_is_kept(tmp_path: Path) -> None:
+    layers = "def bump(t):\n    t.add_(1)\n"
+    model = "from .layers import bump\n\nclass Op(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n        bump(x)\n        return x\n"
+    path = _package(tmp_path, layers, model)
+    assert not prepass.verdict(str(path), path.read_text()).skippable
