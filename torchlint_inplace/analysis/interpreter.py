@@ -190,7 +190,8 @@ class FunctionInterpreter:
             if small.value is not None:
                 value = self.eval(small.value, state)
                 if self.recorder is not None:
-                    self.recorder.on_return(reachable(value))
+                    items = tuple(reachable(item) for item in value.items) if isinstance(value, Val) and value.items is not None else None
+                    self.recorder.on_return(reachable(value), items)
                 if self.contract is not None:
                     self.contract.on_return(small, reachable(value))
             if self.recorder is not None:
@@ -292,23 +293,43 @@ class FunctionInterpreter:
         op, symbol = _AUGMENTED_OPS[type(node.operator)]
         if isinstance(target, cst.Subscript):
             base = self.eval(target.value, state)
-            self.eval_slices(target, state)
             if _is_tensor(base):
-                self.write(Form.INDEX_ASSIGN, node, target.value, base, state, f"`{self.ctx.code_of(target)} {symbol} ...` writes into")
+                view = self.eval_subscript(target, state)
+                action = f"`{self.ctx.code_of(target)} {symbol} ...` writes into"
+                self.inplace_op(Form.INDEX_ASSIGN, node, target.value, base, state, action, op, symbol, {"other": operand}, view)
+                return
+            element = self.eval_subscript(target, state)  # `items[i] += x`: the element tensor, in place
+            if _is_tensor(element):
+                self.inplace_op(Form.AUG_ASSIGN, node, target, element, state, f"`{self.ctx.code_of(target)} {symbol} ...` modifies", op, symbol, {"other": operand})
             return
         current = self.eval(target, state)
         if not _is_tensor(current):
             # Python numbers, lists, ...: `n += 1` rebinds, nothing is written in place.
             self.assign(target, self.new_tensor([operand]) if _is_tensor(operand) else NOT_TENSOR, state, node)
             return
-        self.write(Form.AUG_ASSIGN, node, target, current, state, f"`{self.ctx.code_of(target)} {symbol} ...` modifies")
-        self.record_inplace_op(op, symbol, current, {"other": operand}, node, state)
+        self.inplace_op(Form.AUG_ASSIGN, node, target, current, state, f"`{self.ctx.code_of(target)} {symbol} ...` modifies", op, symbol, {"other": operand})
+
+    def inplace_op(
+        self, form: Form, node: cst.CSTNode, target_expr: cst.CSTNode, target: Val, state: State, action: str,
+        op: str | None, label: str, others: dict[str, Value], written: Val | None = None,
+    ) -> None:
+        """An in-place op: it saves its operands before it writes (so `x *= x[:, :1]` breaks
+        itself) and, like its out-of-place twin, its result after."""
+        bound: dict[str, Value] = {"self": written or target, **others}
+        if op is not None:
+            self.record_op(op, label, bound, target, node, state, {}, only=lambda saved: saved not in ("self", "result"))
+        self.write(form, node, target_expr, target, state, action)
+        if op is not None:
+            self.record_op(op, label, bound, target, node, state, {}, only=lambda saved: saved == "result")
 
     def assign(self, target: cst.BaseExpression, value: Value, state: State, statement: cst.CSTNode) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
             for index, element in enumerate(element.value for element in target.elements):
                 if isinstance(element, cst.StarredElement):
                     self.assign(element.value, NOT_TENSOR, state, statement)
+                elif _is_tensor(value) and value.items is None and not value.multi_view:
+                    # `a, b = f(x)`: a tuple-returning op or module gives different tensors
+                    self.assign(element, value.part(), state, statement)
                 else:
                     self.assign(element, _item(value, index), state, statement)
             return
@@ -414,6 +435,8 @@ class FunctionInterpreter:
             return _element_of(base)
         if not _is_tensor(base):
             return NOT_TENSOR
+        if base.opaque and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+            return base.part()  # `outputs[1]` of a module we cannot see: likely a tuple element
         # Basic indexing returns a view; indexing with a tensor or a list copies.
         return self.new_tensor([base]) if advanced else base.view()
 
@@ -479,7 +502,7 @@ class FunctionInterpreter:
                 return self.call_autograd_function(func.value, call, args, state)
             if _is_self(func.value):
                 # A submodule or method of this class whose definition is not known here.
-                return self.new_tensor(args) if any(map(_is_tensor, args)) else NOT_TENSOR
+                return self.opaque_result(args)
             return NOT_TENSOR
         callee = self.eval(func, state)
         if isinstance(callee, ModuleRef):
@@ -518,7 +541,7 @@ class FunctionInterpreter:
             # torch.relu_(x), F.relu(x, inplace=True): rewrites its input
             target = args[0] if args and _is_tensor(args[0]) else tensors[0]
             self.write(Form.INPLACE_ACTIVATION, call, first, target, state, f"`{label}(...)` rewrites", hidden_from_reader=True)
-            self.record_inplace_op(twin or short, label, target, self.bind(twin or short, call, args, skip=1), call, state)
+            self.record_op(twin or short, label, {"self": target}, target, call, state, {}, only=lambda saved: saved == "result")
             return target
         out = next((value for arg, value in zip(call.args, args) if _keyword(arg) == "out"), None)
         if _is_tensor(out):
@@ -545,10 +568,9 @@ class FunctionInterpreter:
     def call_method(self, receiver: Val, method: str, call: cst.Call, args: list[Value], state: State) -> Value:
         target_expr = call.func.value  # type: ignore[attr-defined]
         if method in self.facts.inplace_methods:
-            self.write(Form.METHOD, call, target_expr, receiver, state, f"`{self.ctx.code_of(call.func)}()` modifies")
             twin = self.facts.inplace_methods[method]
-            if twin is not None:
-                self.record_inplace_op(twin, f".{method}()", receiver, self.bind(twin, call, args, skip=1), call, state)
+            others = self.bind(twin, call, args, skip=1) if twin is not None else {}
+            self.inplace_op(Form.METHOD, call, target_expr, receiver, state, f"`{self.ctx.code_of(call.func)}()` modifies", twin, f".{method}()", others)
             return receiver
         if method == "detach":
             return receiver.detached("detach")
@@ -595,7 +617,7 @@ class FunctionInterpreter:
                 found = self.project.resolve_class(self.ctx, module.cls_name)
                 if found is not None and "forward" in found[1].methods:
                     return self.call_project(found[0], found[1].methods["forward"], found[1], call, args, state)
-            return self.new_tensor(args) if any(map(_is_tensor, args)) else NOT_TENSOR
+            return self.opaque_result(args)
         if not _is_tensor(value):
             return NOT_TENSOR
         label = self.ctx.code_of(call.func) + f" ({module.kind})"
@@ -623,7 +645,7 @@ class FunctionInterpreter:
         name = dotted(owner)
         found = self.project.resolve_class(self.ctx, name) if name is not None else None
         if found is None or not found[1].is_autograd_function or "forward" not in found[1].methods:
-            return self.new_tensor(args) if any(map(_is_tensor, args)) else NOT_TENSOR
+            return self.opaque_result(args)
         # Its writes are TIP005's business, reported inside `forward`.
         return self.call_project(found[0], found[1].methods["forward"], found[1], call, args, state, apply_writes=False)
 
@@ -657,11 +679,26 @@ class FunctionInterpreter:
         returned = [bound[index] for index in summary.returns if _is_tensor(bound.get(index))]
         if returned:
             return returned[0].view()
-        result = self.new_tensor(args) if any(map(_is_tensor, args)) else NOT_TENSOR
+        if summary.item_returns is not None and any(map(_is_tensor, args)):
+            return Val(items=tuple(self.returned_item(bound, aliases, args) for aliases in summary.item_returns))
+        result = self.opaque_result(args)
         if _is_tensor(result) and summary.result_saves and self.grad_enabled:
             inner = min(summary.result_saves, key=lambda record: record.order)
             state.add_save(result, SaveRecord(f"{label} (its `{inner.op}`)", "its result", call))
         return result
+
+    def returned_item(self, bound: dict[int, Value], aliases: frozenset[int], args: list[Value]) -> Value:
+        for index in aliases:
+            if _is_tensor(bound.get(index)):
+                return bound[index].view()  # type: ignore[union-attr]
+        return self.opaque_result(args)
+
+    def opaque_result(self, args: Sequence[Value]) -> Value:
+        """What a call into code we cannot see returns: a tensor (or tuple of them) made from its inputs."""
+        if not any(map(_is_tensor, args)):
+            return NOT_TENSOR
+        result = self.new_tensor(args)
+        return Val(result.storages, result.grad, dtype=result.dtype, opaque=True)
 
     def training_loop_call(self, method: str, call: cst.Call, state: State) -> None:
         """TIP009: an optimizer step between a `backward(retain_graph=True)` and the next backward."""
@@ -694,14 +731,16 @@ class FunctionInterpreter:
         return bound
 
     def record_op(
-        self, op: str, label: str, bound: dict[str, Value], result: Val, node: cst.CSTNode, state: State, texts: dict[str, str], inplace: bool = False
+        self, op: str, label: str, bound: dict[str, Value], result: Val, node: cst.CSTNode, state: State, texts: dict[str, str], only=None
     ) -> None:
+        """Record what `op` saves for backward. In-place ops pass `only`: autograd saves a clone
+        of an in-place op's original `self`, never `self` itself."""
         facts = self.facts.ops.get(op)
         if facts is None or not self.grad_enabled:
             return
         for saved, triggers in facts.saves.items():
-            if saved == "self" and inplace:
-                continue  # autograd saves a clone of the original `self` of an in-place op
+            if only is not None and not only(saved):
+                continue
             grads = [_grad(bound.get(trigger)) for trigger in triggers]
             if max(grads, default=Grad.NO) is Grad.NO:
                 continue
@@ -709,10 +748,6 @@ class FunctionInterpreter:
             if _is_tensor(target):
                 what = "its result" if saved == "result" else texts.get(saved, saved)
                 state.add_save(target, SaveRecord(label, what, node, certain=max(grads) > Grad.UNKNOWN))
-
-    def record_inplace_op(self, op: str, label: str, target: Val, others: dict[str, Value], node: cst.CSTNode, state: State) -> None:
-        """An in-place op saves like its out-of-place twin, its result being the tensor it wrote."""
-        self.record_op(op, label, {"self": target, **others}, target, node, state, {}, inplace=True)
 
     def write(
         self,

@@ -30,6 +30,8 @@ class Summary:
     saves: dict[int, set[SaveRecord]] = field(default_factory=dict)
     returns: set[int] = field(default_factory=set)
     result_saves: set[SaveRecord] = field(default_factory=set)  # the callee saved what it returns
+    # `return a, b, x`: which parameters each element of a returned tuple aliases
+    item_returns: tuple[frozenset[int], ...] | None = None
 
     @property
     def is_empty(self) -> bool:
@@ -57,8 +59,11 @@ class SummaryRecorder:
             if write not in self.summary.writes:
                 self.summary.writes.append(write)
 
-    def on_return(self, storages: frozenset[int]) -> None:
-        self.summary.returns |= self.params_of(storages)
+    def on_return(self, storages: frozenset[int], items: tuple[frozenset[int], ...] | None) -> None:
+        if items is not None and self.summary.item_returns is None and not self.summary.returns:
+            self.summary.item_returns = tuple(frozenset(self.params_of(item)) for item in items)
+        else:
+            self.summary.returns |= self.params_of(storages)
         self.returned |= storages
 
     def on_saves(self, saves: dict[int, frozenset[SaveRecord]]) -> None:

@@ -40,6 +40,7 @@ class Val:
     multi_view: str | None = None  # an output of chunk()/split()/unbind(): torch forbids writing it
     dtype: str | None = None  # when known: "bfloat16" under autocast, "float32" after .float()
     fresh_buffer: bool = False  # made by a factory (zeros, empty): an out-parameter a callee may fill
+    opaque: bool = False  # returned by code we cannot see: may be a tuple or a dataclass of tensors
 
     @property
     def is_tensor(self) -> bool:
@@ -47,6 +48,10 @@ class Val:
 
     def view(self, strided: bool = False) -> "Val":
         return replace(self, strided=strided or self.strided, items=None)
+
+    def part(self) -> "Val":
+        """One element of a tuple this value may be: a different tensor, nothing saved yet."""
+        return Val(fresh_storage(), self.grad, self.origin, dtype=self.dtype)
 
     def detached(self, how: str) -> "Val":
         return replace(self, grad=Grad.NO, items=None, hidden=how, multi_view=None)
@@ -84,6 +89,7 @@ def merge_values(a: Value | None, b: Value | None) -> Value:
             multi_view=a.multi_view or b.multi_view,
             dtype=a.dtype if a.dtype == b.dtype else None,
             fresh_buffer=a.fresh_buffer and b.fresh_buffer,
+            opaque=a.opaque or b.opaque,
         )
     return a if isinstance(a, ModuleRef) else b
 
