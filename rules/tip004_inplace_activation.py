@@ -25,7 +25,7 @@ def forward(self, x):
     out = self.fc(self.act(x))   # self.act = nn.ReLU()  (inplace=False)
     return out + x
 """
-    fix_doc = "Switches to the out-of-place form (`inplace=False`, `F.relu(x)`, `torch.relu`). Always safe for values; costs one activation's memory."
+    fix_doc = "Switches to the out-of-place form: `inplace=False` where `__init__` builds the module, `F.relu(x)` without the flag, `x = torch.relu(x)` for `torch.relu_(x)`. Unsafe: later readers of the input, and other call sites of a shared module, see it un-activated (usually the point); costs one activation's memory. No fix when a helper function builds the module."
 
     def fix(self, mutation, analysis):
         return builders.inplace_activation(mutation, analysis)

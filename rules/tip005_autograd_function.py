@@ -30,7 +30,7 @@ class ClampMin(torch.autograd.Function):
         ctx.mark_dirty(x)
         return x
 """
-    fix_doc = "Inserts `ctx.mark_dirty(x)` after the write when `x` is returned, else writes into `x = x.clone()` first. Unsafe: callers that relied on the write no longer see it when a clone is used."
+    fix_doc = "Writes into `x = x.clone()` inserted before the write (and removes its `ctx.mark_dirty(x)`): unsafe, callers no longer see the write. `ctx.mark_dirty` alone is not offered: the caller's tensor would still change, and a caller that saved it would still raise. A `mark_dirty` of a tensor neither written nor returned is removed (safe)."
 
     def fix(self, mutation, analysis):
         return builders.autograd_function(mutation, analysis)
