@@ -26,8 +26,8 @@ A write site is harmless, and does not keep its file, when one of these holds:
 - *Dead*: the written expression can never evaluate to a tensor. The interpreter's tensors come
   only from a function's parameters (all of them in a summary run), torch calls, `self.<attr>`,
   and expressions over those; a name holds a tensor only if something tensor-valued is assigned
-  to it in the same function (the interpreter keeps no globals and never evaluates
-  comprehensions or lambdas into names). `may_tensor` below over-approximates that, flow-
+  to it in the same function (the interpreter keeps no globals and never evaluates lambdas
+  into names; comprehensions are taken to hold tensors). `may_tensor` below over-approximates that, flow-
   insensitively, to a fixpoint. Attribute chains lose tensor-ness except `.data`, `.grad`,
   view attributes and names assigned before, exactly as `eval_attribute` does.
 - *Initialisation*: `torch.nn.init.*` / `torch.nn.utils.*` calls return before writing
@@ -526,7 +526,9 @@ class _TensorJudge:
             return any(map(self.judge, expr.values))
         if isinstance(expr, ast.NamedExpr):
             return self.judge(expr.value)
-        return False  # constants, dicts, sets, comprehensions, lambdas, f-strings, await
+        if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
+            return True  # the interpreter evaluates their element into a list of (maybe) tensors
+        return False  # constants, dicts, lambdas, f-strings, await
 
     def _call(self, call: ast.Call) -> bool:
         arguments = [arg.value if isinstance(arg, ast.Starred) else arg for arg in call.args] + [keyword.value for keyword in call.keywords]

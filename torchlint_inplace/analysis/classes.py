@@ -61,6 +61,7 @@ def _init_bool_defaults(init: cst.FunctionDef) -> dict[str, bool]:
 class ClassReader:
     def __init__(self, imports: Imports, factories: dict[str, cst.FunctionDef]) -> None:
         self.imports = imports
+        self._lists: dict[str, list[cst.BaseExpression]] = {}
         self.factories = factories  # module-level functions, for `self.mlp = make_mlp(dim)`
 
     def read(self, node: cst.ClassDef) -> ClassInfo:
@@ -77,6 +78,7 @@ class ClassReader:
         from .project import statements  # the shared statement walk
 
         defaults = _init_bool_defaults(init)
+        self._lists = {}  # `layers = [...]` for `nn.Sequential(*layers)`
         for node, _ in statements(init.body.body):
             if isinstance(node, (cst.FunctionDef, cst.ClassDef)) or not isinstance(node, cst.SimpleStatementLine):
                 continue
@@ -86,8 +88,21 @@ class ClassReader:
                         name = _self_attribute(target.target)
                         if name is not None:
                             self._read_assignment(name, small.value, info, defaults)
+                        elif isinstance(target.target, cst.Name) and isinstance(small.value, (cst.List, cst.Tuple)):
+                            self._lists[target.target.value] = [element.value for element in small.value.elements]
                 elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
                     self._read_registration(small.value, info)
+                    self._read_append(small.value)
+
+    def _read_append(self, call: cst.Call) -> None:
+        """`layers.append(nn.ReLU())` / `layers.extend([...])` on a local list."""
+        func = call.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in self._lists and call.args:
+            value = call.args[0].value
+            if func.attr.value == "append":
+                self._lists[func.value.value].append(value)
+            elif func.attr.value == "extend" and isinstance(value, (cst.List, cst.Tuple)):
+                self._lists[func.value.value].extend(element.value for element in value.elements)
 
     @staticmethod
     def _read_registration(call: cst.Call, info: ClassInfo) -> None:
@@ -130,10 +145,15 @@ class ClassReader:
     def _container_items(self, call: cst.Call, defaults: dict[str, bool]) -> tuple[ModuleRef, ...]:
         elements: list[cst.BaseExpression] = []
         for arg in call.args:
-            if isinstance(arg.value, (cst.List, cst.Tuple)):
-                elements.extend(element.value for element in arg.value.elements)
+            value = arg.value
+            if isinstance(value, (cst.List, cst.Tuple)):
+                elements.extend(element.value for element in value.elements)
+            elif arg.star == "*" and isinstance(value, cst.Name) and value.value in self._lists:
+                elements.extend(self._lists[value.value])
+            elif isinstance(value, (cst.GeneratorExp, cst.ListComp)):
+                elements.append(value.elt)  # one representative of a homogeneous container
             else:
-                elements.append(arg.value)
+                elements.append(value)
         items = []
         for element in elements:
             ref = self.module_ref(element, defaults) if isinstance(element, cst.Call) else None

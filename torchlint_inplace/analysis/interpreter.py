@@ -19,7 +19,7 @@ from .classes import ClassInfo
 from .hazards import Hazard, hidden_hazard, leaf_hazard, message, multi_view_hazard, saved_hazard, stale_hazard, step_hazard
 from .imports import dotted
 from .model import Form, Mutation
-from .params import function_grad_enabled, tensor_parameters
+from .params import function_grad_enabled, tensor_list_parameters, tensor_parameters
 from .project import FileContext, Project
 from .summaries import Summary, SummaryRecorder
 from .values import (
@@ -120,6 +120,9 @@ class FunctionInterpreter:
     def run_function(self, func: cst.FunctionDef, params: dict[str, Val] | None = None) -> State:
         if params is None:
             params = {name: Val(fresh_storage(), grad, origin=func) for name, grad in tensor_parameters(func, self.cls).items()}
+            grad = Grad.MAYBE if self.cls is not None and func.name.value == "forward" else Grad.UNKNOWN
+            for name in tensor_list_parameters(func):
+                params[name] = Val(items=(Val(fresh_storage(), grad, origin=func),))
         state = State(env=dict(params))
         self.param_storages = frozenset().union(*(value.storages for value in params.values())) if params else frozenset()
         self.grad_enabled = function_grad_enabled(func, self.cls, self.ctx.imports)
@@ -231,7 +234,7 @@ class FunctionInterpreter:
         return merge_states([body, other])
 
     def exec_loop(self, node: cst.For | cst.While, state: State) -> State:
-        iterable = self.eval(node.iter, state) if isinstance(node, cst.For) else self.eval(node.test, state)
+        element = self.iteration_element(node.iter, state) if isinstance(node, cst.For) else self.eval(node.test, state)
         rounds = 2 if self.loop_depth < _MAX_LOOP_NESTING else 1
         self.loop_depth += 1
         entry = state
@@ -240,7 +243,7 @@ class FunctionInterpreter:
         for _ in range(rounds):
             current = current.copy()
             if isinstance(node, cst.For):
-                self.assign(node.target, _element_of(iterable), current, node)
+                self.assign(node.target, element, current, node)
             self.jumps.append([])
             after = self.exec_block(node.body, current)
             jumps = self.jumps.pop()
@@ -316,8 +319,9 @@ class FunctionInterpreter:
         """An in-place op: it saves its operands before it writes (so `x *= x[:, :1]` breaks
         itself) and, like its out-of-place twin, its result after."""
         bound: dict[str, Value] = {"self": written or target, **others}
+        texts = {name: self.ctx.code_of(expr) for name, expr in _operand_exprs(node).items()}
         if op is not None:
-            self.record_op(op, label, bound, target, node, state, {}, only=lambda saved: saved not in ("self", "result"))
+            self.record_op(op, label, bound, target, node, state, texts, only=lambda saved: saved not in ("self", "result"))
         self.write(form, node, target_expr, target, state, action)
         if op is not None:
             self.record_op(op, label, bound, target, node, state, {}, only=lambda saved: saved == "result")
@@ -379,11 +383,37 @@ class FunctionInterpreter:
             return self.new_tensor([], grad=Grad.NO) if any(map(_is_tensor, operands)) else NOT_TENSOR
         if isinstance(expr, cst.BooleanOperation):
             return merge_values(self.eval(expr.left, state), self.eval(expr.right, state))
+        if isinstance(expr, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+            return self.eval_comprehension(expr, state)
         if isinstance(expr, (cst.Dict, cst.Set, cst.Await, cst.FormattedString)):
             for child in expr.children:
                 if isinstance(child, cst.BaseExpression):
                     self.eval(child, state)
         return NOT_TENSOR
+
+    def iteration_element(self, iterable: cst.BaseExpression, state: State) -> Value:
+        """What one iteration binds: `enumerate(x)` gives (index, element), `zip(a, b)` a tuple."""
+        if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value in ("enumerate", "zip", "reversed"):
+            parts = [_element_of(self.eval(arg.value, state)) for arg in iterable.args if not _keyword(arg)]
+            if iterable.func.value == "enumerate":
+                return Val(items=(NOT_TENSOR, parts[0] if parts else NOT_TENSOR))
+            if iterable.func.value == "zip":
+                return Val(items=tuple(parts))
+            return parts[0] if parts else NOT_TENSOR
+        return _element_of(self.eval(iterable, state))
+
+    def eval_comprehension(self, expr: cst.ListComp | cst.GeneratorExp | cst.SetComp, state: State) -> Value:
+        """A homogeneous list: its element evaluated once, with the loop names bound (then restored)."""
+        outer = dict(state.env)
+        clause: cst.CompFor | None = expr.for_in
+        while clause is not None:
+            self.assign(clause.target, self.iteration_element(clause.iter, state), state, expr)
+            for condition in clause.ifs:
+                self.eval(condition.test, state)
+            clause = clause.inner_for_in
+        element = self.eval(expr.elt, state)
+        state.env = outer
+        return Val(items=(element,))
 
     def read(self, name: str, node: cst.CSTNode, state: State) -> None:
         """Reading a name whose tensor a hidden write changed under it: silent corruption."""
@@ -927,6 +957,15 @@ def _steps_an_optimizer(call: cst.Call) -> bool:
     """`opt.step()`, `self.optimizer.step()`, `scaler.step(optimizer)`; not `scheduler.step()`."""
     names = [dotted(call.func.value)] + [dotted(arg.value) for arg in call.args]  # type: ignore[attr-defined]
     return any(name is not None and "opt" in name.rsplit(".", 1)[-1].lower() for name in names)
+
+
+def _operand_exprs(node: cst.CSTNode) -> dict[str, cst.BaseExpression]:
+    """The operand of an in-place statement as written: `x *= y` -> y, `x.mul_(y)` -> y."""
+    if isinstance(node, cst.AugAssign):
+        return {"other": node.value}
+    if isinstance(node, cst.Call) and node.args and node.args[0].keyword is None:
+        return {"other": node.args[0].value}
+    return {}
 
 
 def _keyword(arg: cst.Arg) -> str | None:

@@ -20,6 +20,14 @@ _TENSOR_ANNOTATIONS = frozenset(
 )
 
 
+_TENSOR_LIST_ANNOTATIONS = frozenset(
+    f"{container}[{name}{tail}]"
+    for container in ("list", "List", "tuple", "Tuple", "Sequence", "Iterable")
+    for name in ("Tensor", "torch.Tensor")
+    for tail in ("", ",...")
+)
+
+
 def function_grad_enabled(func: cst.FunctionDef, cls: ClassInfo | None, imports: Imports) -> bool:
     """False where nothing is recorded for backward: no_grad code and custom Function bodies.
 
@@ -51,6 +59,11 @@ def tensor_parameters(func: cst.FunctionDef, cls: ClassInfo | None) -> dict[str,
     return found
 
 
+def tensor_list_parameters(func: cst.FunctionDef) -> list[str]:
+    """Parameters annotated as a list or tuple of tensors: `inputs: list[Tensor]`."""
+    return [param.name.value for param in (*func.params.params, *func.params.kwonly_params) if _annotation_text(param) in _TENSOR_LIST_ANNOTATIONS]
+
+
 def _is_static(func: cst.FunctionDef) -> bool:
     return any(dotted(decorator.decorator) == "staticmethod" for decorator in func.decorators) and func.name.value not in ("forward", "backward")
 
@@ -59,8 +72,11 @@ def _annotation_kind(param: cst.Param) -> bool | None:
     """True: annotated as a tensor; False: annotated as something else; None: not annotated."""
     if param.annotation is None:
         return None
-    text = cst.Module([]).code_for_node(param.annotation.annotation).replace(" ", "")
-    return text in _TENSOR_ANNOTATIONS
+    return _annotation_text(param) in _TENSOR_ANNOTATIONS
+
+
+def _annotation_text(param: cst.Param) -> str:
+    return cst.Module([]).code_for_node(param.annotation.annotation).replace(" ", "") if param.annotation is not None else ""
 
 
 def _non_tensor_default(param: cst.Param) -> bool:

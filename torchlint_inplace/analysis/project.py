@@ -52,19 +52,17 @@ class FileContext:
         return self.module.code_for_node(node)
 
 
-def statements(body: Sequence[cst.CSTNode]) -> Iterator[tuple[cst.CSTNode, cst.ClassDef | None]]:
-    """Every statement, nested blocks included, with the class whose body holds it directly.
+def statements(body: Sequence[cst.CSTNode], owner: cst.ClassDef | None = None) -> Iterator[tuple[cst.CSTNode, cst.ClassDef | None]]:
+    """Every statement in source order, nested blocks included, with the class whose body holds it.
 
     A hand-written walk over statement bodies only: imports, classes and defs never live inside
     expressions (lambdas are not analysed), and LibCST's own visitor rebuilds every node it
     passes, which costs more than the parse.
     """
-    stack: list[tuple[Sequence[cst.CSTNode], cst.ClassDef | None]] = [(body, None)]
-    while stack:
-        nodes, owner = stack.pop()
-        for node in reversed(nodes):
-            yield node, owner
-            stack.extend(_blocks(node))
+    for node in body:
+        yield node, owner
+        for block, block_owner in _blocks(node):
+            yield from statements(block, block_owner)
 
 
 def _blocks(node: cst.CSTNode) -> list[tuple[Sequence[cst.CSTNode], cst.ClassDef | None]]:
