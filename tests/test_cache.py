@@ -114,3 +114,17 @@ def test_no_cache_flag_neither_reads_nor_writes(tmp_path: Path, monkeypatch: pyt
     assert not (tmp_path / CACHE_DIRECTORY).exists()
     assert CliRunner().invoke(main, ["--isolated", "a.py"]).exit_code == 1
     assert (tmp_path / CACHE_DIRECTORY / ".gitignore").exists()
+
+
+def test_an_edit_elsewhere_in_the_package_keeps_an_argument_writers_entry(tmp_path: Path, analysed: list[str]) -> None:
+    """layers.py's findings depend on who imports it; a file that does not name it is no caller."""
+    package = tmp_path / "project"
+    shutil.copytree(FIXTURES / "tip007" / "project", package)
+    (package / "other.py").write_text("x = 1\n")
+    settings = _settings(tmp_path)
+    paths = sorted(package.glob("*.py"))
+    runner.check_files(paths, settings, use_cache=True)
+    analysed.clear()
+    (package / "other.py").write_text("x = 2\n")
+    runner.check_files(paths, settings, use_cache=True)
+    assert analysed == ["other.py"]

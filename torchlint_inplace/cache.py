@@ -6,8 +6,9 @@ key made of everything that decides a file's findings on its own: the tool versi
 of the torch op table, the effective settings, the file's path and its content. Its findings
 also depend on other files — callee summaries and, for a file that writes its arguments, the
 callers found by scanning its package — so the entry records what those files held when it was
-made (content digests of its dependencies, and a digest of every file under each scanned
-package root), and is used only while they still hold it. The key also names the analysis
+made (content digests of its dependencies; for each package scanned for callers, its list of
+files and which of them mention the file's module name, since a caller must name the module it
+imports), and is used only while they still hold it. The key also names the analysis
 function and rule classes in use, so a run with stand-ins never reads real entries.
 
 Entries are JSON, never pickle: a cache directory that came with a checkout must not be able
@@ -19,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterable
 from dataclasses import asdict
@@ -30,7 +32,8 @@ from .config import Settings
 from .diagnostics import Applicability, Edit, Finding, Fix, Position, Related, Severity, Span
 
 CACHE_DIRECTORY = ".torchlint_inplace_cache"
-FORMAT = 1  # bump when the entry layout changes
+FORMAT = 2  # bump when the entry layout changes
+_IDENTIFIER = re.compile(r"\w+")
 
 
 class ResultsCache:
@@ -40,7 +43,7 @@ class ResultsCache:
         self.directory = directory
         self._prefix = "\0".join((str(FORMAT), __version__, _torch_table_digest(), _code_identity(), repr(settings)))
         self._digests: dict[str, str | None] = {}
-        self._roots: dict[str, str] = {}
+        self._roots: dict[str, tuple[list[str], dict[str, list[str]]]] = {}
         self._ready = False
 
     @classmethod
@@ -52,7 +55,7 @@ class ResultsCache:
     def lookup(self, path: str, text: str) -> tuple[Finding, ...] | None:
         try:
             entry = json.loads(self._entry_path(path, text).read_text("utf-8"))
-            if not self._still_valid(entry):
+            if not self._still_valid(entry, Path(path).stem):
                 return None
             return tuple(_finding_from_json(item) for item in entry["findings"])
         except (OSError, ValueError, KeyError, TypeError):
@@ -61,7 +64,7 @@ class ResultsCache:
     def store(self, path: str, text: str, findings: Iterable[Finding], dependencies: Iterable[str], scanned_roots: Iterable[str]) -> None:
         entry = {
             "dependencies": {dependency: self.digest(dependency) for dependency in sorted(dependencies)},
-            "roots": {root: self.root_digest(root) for root in sorted(scanned_roots)},
+            "roots": {root: self.callers_digest(root, Path(path).stem) for root in sorted(scanned_roots)},
             "findings": [_finding_to_json(finding) for finding in findings],
         }
         try:
@@ -76,9 +79,9 @@ class ResultsCache:
         except OSError:
             pass  # a read-only checkout still lints, only without a cache
 
-    def _still_valid(self, entry: dict) -> bool:
+    def _still_valid(self, entry: dict, stem: str) -> bool:
         return all(self.digest(path) == digest for path, digest in entry["dependencies"].items()) and all(
-            self.root_digest(root) == digest for root, digest in entry["roots"].items()
+            self.callers_digest(root, stem) == digest for root, digest in entry["roots"].items()
         )
 
     # ------------------------------------------------------------------ digests
@@ -92,14 +95,30 @@ class ResultsCache:
                 self._digests[path] = None
         return self._digests[path]
 
-    def root_digest(self, root: str) -> str:
-        """Which Python files a package holds and what they hold: a file that starts importing
-        a module changes who calls it, so any change under the root counts."""
+    def callers_digest(self, root: str, module: str) -> str:
+        """Who may import `module` from inside `root`: the package's files, and those that name
+        the module (`from .layers import ...`, `from pkg import layers`, `import pkg.layers as l`
+        all hold the token). The callers themselves are dependencies, digested by content."""
+        files, naming = self._package_index(root)
+        combined = hashlib.blake2b(digest_size=16)
+        combined.update("\0".join(files).encode())
+        combined.update(b"\1" + "\0".join(naming.get(module, ())).encode())
+        return combined.hexdigest()
+
+    def _package_index(self, root: str) -> tuple[list[str], dict[str, list[str]]]:
+        """The package's files, and for each module name in it the files holding that token."""
         if root not in self._roots:
-            combined = hashlib.blake2b(digest_size=16)
-            for path in sorted(Path(root).rglob("*.py")):
-                combined.update(f"{path}\0{self.digest(str(path))}\0".encode())
-            self._roots[root] = combined.hexdigest()
+            files = [str(path) for path in sorted(Path(root).rglob("*.py"))]
+            modules = {Path(path).stem for path in files}
+            naming: dict[str, list[str]] = {}
+            for path in files:
+                try:
+                    tokens = set(_IDENTIFIER.findall(Path(path).read_text("utf-8", errors="replace")))
+                except OSError:
+                    continue
+                for module in tokens & modules:
+                    naming.setdefault(module, []).append(path)
+            self._roots[root] = (files, naming)
         return self._roots[root]
 
     # ------------------------------------------------------------------ layout
