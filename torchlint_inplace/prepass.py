@@ -51,6 +51,7 @@ import ast
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import source
 from .analysis.classes import AUTOGRAD_FUNCTION_BASES
 from .analysis.imports import _CANONICAL_PREFIXES
 from .analysis.interpreter import _GRAD_OFF, _GRAD_ON, _NON_TENSOR_METHODS, _SAFE_INPLACE_PREFIXES, _SET_GRAD
@@ -76,30 +77,26 @@ class Verdict:
 
 
 class PrePass:
-    """One run's pre-pass: what it learnt about imported files is kept for the rest of the run
-    (files do not change during a run; a new run starts a new `PrePass`)."""
+    """One run's pre-pass. What it learns about a file is kept for the rest of the run, so a
+    file reached through imports and checked itself is parsed once (files do not change
+    during a run; a new run starts a new `PrePass`)."""
 
     def __init__(self) -> None:
-        self._imported: dict[str, _ImportedFacts] = {}
+        self._files: dict[str, _FileFacts] = {}
 
     def verdict(self, path: str, text: str) -> Verdict:
-        try:
-            tree = ast.parse(text, filename=path)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return Verdict("Python cannot parse it")
-        scanner = _Scanner(tree)
-        reason = scanner.reason()
-        if reason is not None:
-            return Verdict(reason)
-        reached = self._reachable(_project_imports(Path(path), scanner.imports))
+        facts = self._facts(Path(path), text)
+        if facts.reason is not None:
+            return Verdict(facts.reason)
+        reached = self._reachable(facts.imported_files)
         dependencies = frozenset(key_of(other) for other in reached)
-        if any(self._facts_of(other).activation for other in reached):
+        if any(self._facts(other).activation for other in reached):
             return Verdict("imports project code with an inplace activation", dependencies)
-        if scanner.autograd_classes and any(self._facts_of(other).writes for other in reached):
+        if facts.autograd_class and any(self._facts(other).writes for other in reached):
             return Verdict("autograd.Function calling project code that writes in place", dependencies)
         return Verdict(None, dependencies)
 
-    def _reachable(self, start: list[Path]) -> list[Path]:
+    def _reachable(self, start: tuple[Path, ...]) -> list[Path]:
         """Files whose definitions a call may run: imported files, and what those import in
         turn when they define functions or classes (a file of re-exports only is a dead end,
         because `analysis.project` looks names up among a file's own definitions)."""
@@ -111,16 +108,23 @@ class PrePass:
             if key in seen:
                 continue
             seen[key] = path
-            facts = self._facts_of(path)
+            facts = self._facts(path)
             if facts.defines:
                 todo.extend(facts.imported_files)
         return list(seen.values())
 
-    def _facts_of(self, path: Path) -> _ImportedFacts:
+    def _facts(self, path: Path, text: str | None = None) -> _FileFacts:
         key = key_of(path)
-        if key not in self._imported:
-            self._imported[key] = _read_imported(path)
-        return self._imported[key]
+        known = self._files.get(key)
+        if known is not None and (text is None or known.text_hash == hash(text)):
+            return known
+        if text is None:
+            try:
+                text = source.read(path).text
+            except source.NotReadable:
+                text = ""  # `analysis.project` cannot read it either: calls into it learn nothing
+        self._files[key] = facts = _file_facts(path, text)
+        return facts
 
 
 def verdict(path: str, text: str) -> Verdict:
@@ -129,21 +133,31 @@ def verdict(path: str, text: str) -> Verdict:
 
 
 @dataclass(frozen=True)
-class _ImportedFacts:
-    defines: bool
+class _FileFacts:
+    text_hash: int
+    reason: str | None  # why the file itself must be analysed, imports aside
+    defines: bool  # holds functions or classes
     activation: bool  # holds an inplace-activation write site
     writes: bool  # holds any write site
+    autograd_class: bool
     imported_files: tuple[Path, ...]
 
 
-def _read_imported(path: Path) -> _ImportedFacts:
+def _file_facts(path: Path, text: str) -> _FileFacts:
     try:
-        tree = ast.parse(path.read_bytes(), filename=str(path))
-    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
-        # `analysis.project` cannot read it either: calls into it learn nothing.
-        return _ImportedFacts(False, False, False, ())
+        tree = ast.parse(text, filename=str(path))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return _FileFacts(hash(text), "Python cannot parse it", False, False, False, False, ())
     scanner = _Scanner(tree)
-    return _ImportedFacts(bool(scanner.functions or scanner.classes), scanner.activation, bool(scanner.sites) or scanner.activation, tuple(_project_imports(path, scanner.imports)))
+    return _FileFacts(
+        hash(text),
+        scanner.reason(),
+        bool(scanner.functions or scanner.classes),
+        scanner.activation,
+        bool(scanner.sites) or scanner.activation,
+        bool(scanner.autograd_classes),
+        tuple(_project_imports(path, scanner.imports)),
+    )
 
 
 # ----------------------------------------------------------------------------- imports
@@ -274,7 +288,6 @@ class _Scanner:
         if self._steps and self._retain_graph:
             self.early_reason = self.early_reason or f"optimizer step after backward(retain_graph=...) at line {self._steps[0].lineno}"
         self.autograd_classes = [node for node in self.classes if any(self._names_function_base(base) for base in node.bases)]
-        self._tree = tree
 
     # ------------------------------------------------------------------ verdict
 
