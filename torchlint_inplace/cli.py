@@ -85,6 +85,9 @@ def _codes_option(name: str, help: str):
 @click.option("--show-fixes", is_flag=True, help="With --fix, list the fixes applied (on stderr).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Check files in this many processes (default: all cores).")
 @click.option("--no-cache", is_flag=True, help="Analyse every file afresh: neither read nor write .torchlint_inplace_cache/.")
+@click.option("--confirm", is_flag=True, help="Run the code around each finding (this executes the checked project's code, in a subprocess with a timeout and a memory limit; needs torch) and mark it confirmed, benign, not reached or not run.")
+@click.option("--device", "devices", default="cpu", show_default=True, metavar="cpu,cuda|auto", callback=lambda ctx, param, value: _devices(value), help="Where --confirm runs the code; auto: cuda when available, else cpu.")
+@click.option("--confirm-timeout", type=click.FloatRange(min=1), default=60.0, show_default=True, metavar="SECONDS", help="How long --confirm lets one file run on one device.")
 def check(
     paths: Sequence[Path],
     select: Sequence[str],
@@ -107,6 +110,9 @@ def check(
     show_fixes: bool,
     jobs: int | None,
     no_cache: bool,
+    confirm: bool,
+    devices: tuple[str, ...],
+    confirm_timeout: float,
 ) -> None:
     """Check PATHS (default: the current directory) for hazardous in-place operations."""
     overrides = config.Overrides(
@@ -134,6 +140,8 @@ def check(
         fixes = _apply_fixes(fixes, diff, show_fixes)
         results = after_fixes(results, fixes)
         findings = sorted((finding for result in results for finding in result.findings), key=Finding.sort_key)
+        if confirm:
+            findings = _confirm(findings, settings, devices, confirm_timeout, quiet)
         report = Report(
             findings=findings,
             files_checked=len(results),
@@ -149,6 +157,25 @@ def check(
             traceback.print_exc()
         fail(f"internal error: {type(error).__name__}: {error}" + ("" if verbose else " (run with --verbose for the traceback)"))
     sys.exit(EXIT_CLEAN if exit_zero or not findings else EXIT_FINDINGS)
+
+
+def _devices(value: str) -> tuple[str, ...]:
+    devices = tuple(dict.fromkeys(device.strip() for device in value.split(",") if device.strip()))
+    if devices == ("auto",) or (devices and set(devices) <= {"cpu", "cuda"}):
+        return devices
+    raise click.BadParameter("give cpu, cuda, cpu,cuda or auto")
+
+
+def _confirm(findings: list[Finding], settings: config.Settings, devices: tuple[str, ...], timeout: float, quiet: bool) -> list[Finding]:
+    """--confirm: the only path on which the checked project's code runs (see runtime/confirm.py)."""
+    from .runtime.confirm import ConfirmOptions, confirmed, torch_installed
+
+    if not torch_installed():
+        fail("--confirm needs torch: pip install 'torchlint-inplace[runtime]'")
+    options = ConfirmOptions(devices, timeout, specs={name: json.loads(spec) for name, spec in settings.confirm})
+    files = len({finding.path for finding in findings if finding.code != NOT_CHECKED_CODE})
+    with click.progressbar(length=files, label="Confirming", file=sys.stderr, hidden=quiet or not files) as bar:
+        return confirmed(findings, options, on_file_done=lambda _: bar.update(1))
 
 
 def _apply_fixes(fixes: Sequence[FileFix], diff: bool, show_fixes: bool) -> list[FileFix]:

@@ -16,6 +16,7 @@ set only in preview mode; naming their exact code always enables them.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tomllib
@@ -67,6 +68,7 @@ class Settings:
     extend_exclude: tuple[str, ...] = ()
     preview: bool = False
     config_path: str | None = None
+    confirm: tuple[tuple[str, str], ...] = ()  # class name -> JSON {args, kwargs, inputs}, for --confirm
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,7 @@ class FileConfig:
     exclude: tuple[str, ...] | None = None
     extend_exclude: tuple[str, ...] = ()
     preview: bool = False
+    confirm: tuple[tuple[str, str], ...] = ()
 
 
 def split_codes(values: Iterable[str]) -> tuple[str, ...]:
@@ -173,7 +176,30 @@ def _per_file_ignores(table: Mapping, where: str) -> tuple[tuple[str, tuple[str,
     return tuple((glob, expand_codes(_codes(value, glob, f"'per-file-ignores' of {where}"))) for glob in sorted(value))
 
 
-KNOWN_KEYS = ("select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude", "preview")
+KNOWN_KEYS = ("select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude", "preview", "confirm")
+CONFIRM_KEYS = {"args": list, "kwargs": dict, "inputs": str}
+
+
+def _confirm(table: Mapping, where: str) -> tuple[tuple[str, str], ...]:
+    """`[tool.torchlint-inplace.confirm.ClassName]`: how --confirm builds and feeds that class."""
+    value = table["confirm"]
+    if not isinstance(value, dict):
+        raise ConfigError(f"'confirm' must be a table of class name = {{ args, kwargs, inputs }} in {where}")
+    entries = []
+    for name, entry in sorted(value.items()):
+        section = f"[tool.{TABLE}.confirm.{name}] of {where}"
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{section} must be a table with keys {', '.join(CONFIRM_KEYS)}")
+        for key, item in entry.items():
+            if key not in CONFIRM_KEYS:
+                raise ConfigError(f"unknown key {key!r} in {section} (known keys: {', '.join(CONFIRM_KEYS)})")
+            if not isinstance(item, CONFIRM_KEYS[key]):
+                raise ConfigError(f"{key!r} must be a {CONFIRM_KEYS[key].__name__} in {section}")
+        try:
+            entries.append((name, json.dumps(entry, sort_keys=True)))
+        except TypeError as error:  # TOML dates and times
+            raise ConfigError(f"{section}: {error}") from None
+    return tuple(entries)
 
 
 def parse_table(table: Mapping, path: Path) -> FileConfig:
@@ -195,6 +221,7 @@ def parse_table(table: Mapping, path: Path) -> FileConfig:
         exclude=_string_list(table, "exclude", where) if "exclude" in table else None,
         extend_exclude=_string_list(table, "extend-exclude", where) if "extend-exclude" in table else (),
         preview=preview,
+        confirm=_confirm(table, where) if "confirm" in table else (),
     )
 
 
@@ -261,4 +288,5 @@ def resolve(overrides: Overrides, cwd: Path | None = None) -> Settings:
         extend_exclude=(*file.extend_exclude, *overrides.extend_exclude),
         preview=preview,
         config_path=str(file.path) if file.path is not None else None,
+        confirm=file.confirm,
     )

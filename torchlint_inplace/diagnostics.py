@@ -56,6 +56,10 @@ class Fix:
     applicability: Applicability
 
 
+# The key of `Finding.properties` under which `--confirm` leaves a finding's status.
+CONFIRMATION = "confirmation"
+
+
 @dataclass(frozen=True)
 class Finding:
     path: str
@@ -73,6 +77,11 @@ class Finding:
     @property
     def line(self) -> int:
         return self.span.start.line
+
+    @property
+    def confirmation(self) -> str | None:
+        """What `--confirm` found running the code (`confirmed: raises`, `benign`, ...), if it ran."""
+        return self.properties.get(CONFIRMATION)
 
     def sort_key(self) -> tuple:
         return (self.path, self.span.start.line, self.span.start.column, self.code)

@@ -12,5 +12,6 @@ from .text import header, summary
 def write(report: Report, stream: TextIO, color: bool) -> None:
     palette = Palette(color)
     for finding in report.findings:
-        stream.write(header(finding, report, palette) + "\n")
+        confirmation = f" [{finding.confirmation}]" if finding.confirmation is not None else ""
+        stream.write(header(finding, report, palette) + confirmation + "\n")
     stream.write(summary(report, palette) + "\n")

@@ -33,6 +33,8 @@ def _body(finding: Finding, report: Report, palette: Palette) -> list[Row]:
         note("help", finding.help)
     if finding.fix is not None:
         note("fix", _fix_note(finding.fix))
+    if finding.confirmation is not None:
+        note("confirm", finding.confirmation)
     return rows
 
 

@@ -33,6 +33,8 @@ def annotation(finding: Finding, report: Report) -> str:
     }
     rendered = ",".join(f"{key}={escape_property(str(value))}" for key, value in properties.items())
     message = "\n".join(part for part in (finding.message, finding.help) if part)
+    if finding.confirmation is not None:
+        message += f" [{finding.confirmation}]"
     return f"::{command} {rendered}::{escape_data(message)}"
 
 

@@ -47,6 +47,7 @@ def _finding(finding: Finding, report: Report) -> dict:
         ],
         "help": finding.help,
         "fix": _fix(finding.fix) if finding.fix is not None else None,
+        **({"confirmation": finding.confirmation} if finding.confirmation is not None else {}),
     }
 
 

@@ -113,7 +113,11 @@ def _result(finding: Finding, report: Report, rule_index: int, fingerprint: str)
             for index, related in enumerate(finding.related, start=1)
         ],
         "partialFingerprints": {"primaryLocationLineHash": fingerprint},
-        "properties": {"consequence": finding.consequence, "help": finding.help},
+        "properties": {
+            "consequence": finding.consequence,
+            "help": finding.help,
+            **({"confirmation": finding.confirmation} if finding.confirmation is not None else {}),
+        },
     }
 
 

@@ -2,9 +2,27 @@
 
 `trace()` explains the "modified by an inplace operation" error with the saving and the
 mutating source line; `run_script` runs a script under it (`torchlint-inplace trace`).
+`confirm.py` (`--confirm`) imports neither torch nor user code itself, so the names below are
+loaded on first use: importing this package costs nothing until the tracer is wanted.
 """
 
-from .report import InplaceCulpritError, SavedEvent, TensorInfo, WriteEvent
-from .tracer import Tracer, trace
+from __future__ import annotations
 
-__all__ = ["InplaceCulpritError", "SavedEvent", "TensorInfo", "Tracer", "WriteEvent", "trace"]
+import importlib
+
+_EXPORTS = {
+    "InplaceCulpritError": ".report",
+    "SavedEvent": ".report",
+    "TensorInfo": ".report",
+    "WriteEvent": ".report",
+    "Tracer": ".tracer",
+    "trace": ".tracer",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> object:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name], __name__), name)

@@ -19,10 +19,10 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..diagnostics import Finding
+from ..diagnostics import CONFIRMATION, NOT_CHECKED_CODE, Finding
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MEMORY_BYTES = 8 * 1024**3
@@ -49,6 +49,10 @@ class ConfirmOptions:
     timeout: float = DEFAULT_TIMEOUT_S  # per file and device
     memory_bytes: int = DEFAULT_MEMORY_BYTES
     specs: Mapping[str, Mapping] = field(default_factory=dict)  # class name -> {args, kwargs, inputs}
+
+
+def torch_installed() -> bool:
+    return importlib.util.find_spec("torch") is not None
 
 
 def project_root(path: Path) -> Path:
@@ -145,7 +149,7 @@ def confirm_files(
     `not reached` or `not run: <reason>`."""
     statuses: dict[Finding, str] = {}
     jobs = [(Path(os.path.abspath(path)), list(findings)) for path, findings in jobs]
-    if importlib.util.find_spec("torch") is None:
+    if not torch_installed():
         return {finding: NO_TORCH for _, findings in jobs for finding in findings}
     with tempfile.TemporaryDirectory(prefix="torchlint-confirm-") as scratch:
         server: Server | None = None
@@ -192,3 +196,19 @@ def confirm_file(
 ) -> dict[Finding, str]:
     """`confirm_files` for one file."""
     return confirm_files([(path, list(findings))], ConfirmOptions(devices, timeout, memory_bytes))
+
+
+def confirmed(
+    findings: Sequence[Finding], options: ConfirmOptions, on_file_done: Callable[[Path], None] | None = None
+) -> list[Finding]:
+    """The findings, each rule finding with its status in `properties["confirmation"]`, in order."""
+    by_path: dict[str, list[Finding]] = {}
+    for finding in findings:
+        if finding.code != NOT_CHECKED_CODE:
+            by_path.setdefault(finding.path, []).append(finding)
+    statuses = confirm_files(by_path.items(), options, on_file_done)
+    return [
+        replace(finding, properties={**finding.properties, CONFIRMATION: statuses[finding]}) if finding in statuses else finding
+        for finding in findings
+    ]
+
