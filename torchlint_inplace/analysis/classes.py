@@ -35,6 +35,11 @@ class ClassInfo:
                 mine.setdefault(key, value)
 
     @property
+    def is_torch_module(self) -> bool:
+        """Subclasses torch.nn.Module (directly or through another torch.nn class)."""
+        return any(base.startswith("torch.nn.") for base in self.bases)
+
+    @property
     def is_autograd_function(self) -> bool:
         return bool(AUTOGRAD_FUNCTION_BASES.intersection(self.bases))
 
@@ -90,6 +95,9 @@ class ClassReader:
                             self._read_assignment(name, small.value, info, defaults)
                         elif isinstance(target.target, cst.Name) and isinstance(small.value, (cst.List, cst.Tuple)):
                             self._lists[target.target.value] = [element.value for element in small.value.elements]
+                        else:
+                            # `rep = rep[1:]`, `rep[0] = nn.ReLU()`: no longer a list we know
+                            self._lists.pop(_root(target.target), None)
                 elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
                     self._read_registration(small.value, info)
                     self._read_append(small.value)
@@ -103,6 +111,8 @@ class ClassReader:
                 self._lists[func.value.value].append(value)
             elif func.attr.value == "extend" and isinstance(value, (cst.List, cst.Tuple)):
                 self._lists[func.value.value].extend(element.value for element in value.elements)
+            else:
+                del self._lists[func.value.value]  # insert, pop, remove, ...: forget it
 
     @staticmethod
     def _read_registration(call: cst.Call, info: ClassInfo) -> None:
@@ -184,6 +194,12 @@ def _single_return(func: cst.FunctionDef) -> cst.BaseExpression | None:
         if isinstance(small, cst.Return)
     ]
     return returns[0] if len(returns) == 1 else None
+
+
+def _root(target: cst.BaseExpression) -> str | None:
+    while isinstance(target, (cst.Subscript, cst.Attribute)):
+        target = target.value
+    return target.value if isinstance(target, cst.Name) else None
 
 
 def _self_attribute(target: cst.BaseExpression) -> str | None:

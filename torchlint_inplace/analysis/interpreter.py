@@ -296,7 +296,7 @@ class FunctionInterpreter:
         op, symbol = _AUGMENTED_OPS[type(node.operator)]
         if isinstance(target, cst.Subscript):
             base = self.eval(target.value, state)
-            if _is_tensor(base):
+            if _is_tensor(base) and not _string_index(target):
                 view = self.eval_subscript(target, state)
                 action = f"`{self.ctx.code_of(target)} {symbol} ...` writes into"
                 self.inplace_op(Form.INDEX_ASSIGN, node, target.value, base, state, action, op, symbol, {"other": operand}, view)
@@ -340,7 +340,7 @@ class FunctionInterpreter:
         if isinstance(target, cst.Subscript):
             base = self.eval(target.value, state)
             self.eval_slices(target, state)
-            if _is_tensor(base):
+            if _is_tensor(base) and not _string_index(target):
                 self.write(Form.INDEX_ASSIGN, statement, target.value, base, state, f"`{self.ctx.code_of(target)} = ...` writes into")
             return
         name = dotted(target)
@@ -463,8 +463,8 @@ class FunctionInterpreter:
             if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
                 return _item(base, int(index.value.value, 0))
             return _element_of(base)
-        if not _is_tensor(base):
-            return NOT_TENSOR
+        if not _is_tensor(base) or _string_index(expr):
+            return NOT_TENSOR  # `args["stride"]`: a dict, whatever we thought it was
         if base.opaque and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
             return base.part()  # `outputs[1]` of a module we cannot see: likely a tuple element
         # Basic indexing returns a view; indexing with a tensor or a list copies.
@@ -1008,6 +1008,10 @@ def _element_of(value: Value) -> Value:
             merged = merge_values(merged, item)
         return merged
     return NOT_TENSOR
+
+
+def _string_index(expr: cst.Subscript) -> bool:
+    return any(isinstance(element.slice, cst.Index) and isinstance(element.slice.value, (cst.SimpleString, cst.ConcatenatedString)) for element in expr.slice)
 
 
 def _root_name(expr: cst.BaseExpression) -> str | None:

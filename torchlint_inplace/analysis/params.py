@@ -46,7 +46,8 @@ def function_grad_enabled(func: cst.FunctionDef, cls: ClassInfo | None, imports:
 
 def tensor_parameters(func: cst.FunctionDef, cls: ClassInfo | None) -> dict[str, Grad]:
     """Tensor parameters and what is known of their grad: a `forward`'s are activations."""
-    is_forward = cls is not None and func.name.value in ("forward", "__call__")
+    name = func.name.value
+    is_forward = cls is not None and (name == "forward" or (name == "__call__" and cls.is_torch_module))
     params = list(func.params.posonly_params) + list(func.params.params) + list(func.params.kwonly_params)
     if cls is not None and params and not _is_static(func):
         params = params[1:]  # self / cls / ctx
