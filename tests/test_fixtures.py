@@ -38,6 +38,12 @@ DRIVER_KINDS = ("raises", "safe", "silent")
 
 EXPECT_COMMENT = re.compile(r"#\s*expect:\s*(?P<codes>[^#]*)")
 SAFE_COMMENT = re.compile(r"#\s*safe:")
+# Known limitations of the analysis, kept beside the ground truth instead of hidden: a hazard line
+# the analysis does not report yet carries `# expect: TIP002  # known-miss: why`, a safe line it
+# wrongly reports carries `# safe: ...  # known-false-positive: TIP009 why`. The static check
+# holds the analysis to exactly that, so fixing a gap makes the test ask for the marker to go.
+KNOWN_MISS_COMMENT = re.compile(r"#\s*known-miss:")
+KNOWN_FALSE_POSITIVE_COMMENT = re.compile(r"#\s*known-false-positive:\s*(?P<code>TIP\d{3})")
 
 # What autograd says when an in-place write breaks it: the version-counter check at backward,
 # the checks that refuse the write on the spot (leaf, view of a leaf, multi-output view, view
@@ -74,6 +80,17 @@ def expected_findings(text: str) -> Counter[tuple[int, str]]:
     return expected
 
 
+def reported_today(text: str) -> Counter[tuple[int, str]]:
+    """What the analysis is held to: the ground truth, less known misses, plus known false positives."""
+    expected = expected_findings(text)
+    for line, _ in _comment_lines(text, KNOWN_MISS_COMMENT):
+        for key in [key for key in expected if key[0] == line]:
+            del expected[key]
+    for line, match in _comment_lines(text, KNOWN_FALSE_POSITIVE_COMMENT):
+        expected[(line, match["code"])] += 1
+    return expected
+
+
 def safe_lines(text: str) -> set[int]:
     return {line for line, _ in _comment_lines(text, SAFE_COMMENT)}
 
@@ -99,7 +116,7 @@ def test_findings_match_inline_expectations(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     findings = check_source(str(path), text, select=None)
     reported = Counter((f.line, f.code) for f in findings)
-    expected = expected_findings(text)
+    expected = reported_today(text)
     messages = {(f.line, f.code): f.message for f in findings}
 
     missing = sorted((expected - reported).elements())
