@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from torchlint_inplace import config
 from torchlint_inplace.cli import main
 from torchlint_inplace.discovery import discover
-from torchlint_inplace.runner import PARALLEL_FROM, check_files
+from torchlint_inplace.runner import PARALLEL_FROM, Checker, check_files
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -43,3 +43,13 @@ def test_cli_output_is_identical_for_any_jobs(corpus: Path) -> None:
     }
     assert outputs[1].count('"code"') > 20
     assert outputs[1] == outputs[2] == outputs[4]
+
+
+def test_a_fresh_project_every_few_files_changes_nothing(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Memory is bounded by starting a new analysis.Project now and then; findings must not notice."""
+    settings = config.resolve(config.Overrides(isolated=True))
+    paths = list(discover([corpus], settings))
+    shared = check_files(paths, settings)
+    monkeypatch.setattr(Checker, "PROJECT_FILES", 3)
+    renewed = check_files(paths, settings)
+    assert [(r.path, r.findings) for r in renewed] == [(r.path, r.findings) for r in shared]

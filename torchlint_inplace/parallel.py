@@ -1,7 +1,7 @@
 """Checking files on several cores, with output identical to checking them one by one.
 
-Each worker process has its own `analysis.Project`, pre-pass and cache view (summaries are not
-shared between processes; a callee may be summarised once per worker). Results stream back in
+Each worker process has its own `runner.Checker` (its own `analysis.Project`, pre-pass and cache
+view: a callee may be summarised once per worker). Results stream back in
 the order the files were given, so reports do not depend on scheduling; a worker holds the
 syntax trees of the files it reads, never the whole corpus's.
 """
@@ -13,15 +13,13 @@ import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from . import analysis, runner
-from .cache import ResultsCache
+from . import runner
 from .config import Settings
-from .prepass import PrePass
 
 # Files per task: small enough to balance a few huge files, large enough to amortise the pipe.
 CHUNK_SIZE = 4
 
-_worker: tuple[Settings, analysis.Project, PrePass, ResultsCache | None] | None = None
+_checker: runner.Checker | None = None
 
 
 def default_jobs() -> int:
@@ -38,11 +36,10 @@ def check_in_parallel(paths: Sequence[Path], settings: Settings, jobs: int, use_
 
 
 def _start_worker(settings: Settings, use_cache: bool) -> None:
-    global _worker
-    _worker = (settings, analysis.Project(), PrePass(), ResultsCache.for_settings(settings) if use_cache else None)
+    global _checker
+    _checker = runner.Checker(settings, use_cache)
 
 
 def _check(path: Path) -> runner.FileResult:
-    assert _worker is not None
-    settings, project, prepass, cache = _worker
-    return runner.check_file(path, settings, project, prepass, cache)
+    assert _checker is not None
+    return _checker.check(path)

@@ -152,6 +152,28 @@ def lint_source(path: Path, text: str, settings: Settings, project: analysis.Pro
     return replace(result, findings=[finding for finding in result.findings if finding.code not in ignored])
 
 
+class Checker:
+    """Checks the files of one run, one after another, sharing what can be shared: the
+    pre-pass's knowledge of imported files, the cache's digests, and an `analysis.Project`.
+    A project keeps the syntax tree of every file it reads, so every `PROJECT_FILES` files
+    a fresh one starts: memory stays bounded on large trees (callees used again are re-read)."""
+
+    PROJECT_FILES = 100
+
+    def __init__(self, settings: Settings, use_cache: bool) -> None:
+        self.settings = settings
+        self.prepass = PrePass()
+        self.cache = ResultsCache.for_settings(settings) if use_cache else None
+        self._project = analysis.Project()
+        self._checked = 0
+
+    def check(self, path: Path) -> FileResult:
+        if self._checked and self._checked % self.PROJECT_FILES == 0:
+            self._project = analysis.Project()
+        self._checked += 1
+        return check_file(path, self.settings, self._project, self.prepass, self.cache)
+
+
 def check_files(paths: Iterable[Path], settings: Settings, jobs: int = 1, use_cache: bool = False) -> list[FileResult]:
     """Every file's result, in the order given; `jobs` > 1 checks them in that many processes."""
     paths = list(paths)
@@ -159,6 +181,5 @@ def check_files(paths: Iterable[Path], settings: Settings, jobs: int = 1, use_ca
         from .parallel import check_in_parallel  # it imports this module
 
         return list(check_in_parallel(paths, settings, jobs, use_cache))
-    project, prepass = analysis.Project(), PrePass()
-    cache = ResultsCache.for_settings(settings) if use_cache else None
-    return [check_file(path, settings, project, prepass, cache) for path in paths]
+    checker = Checker(settings, use_cache)
+    return [checker.check(path) for path in paths]
