@@ -188,11 +188,31 @@ class Leading:
     integer_range: int | None = None  # Embedding: indices below this
 
 
+# Spatial sizes tried for a convolutional input, smallest first: networks that downsample 5
+# times need 32, patch embeddings with a fixed grid need their own size (`img_size`) or 224.
+SPATIAL_SIZES = (8, 32, 64, 224)
+
+
+def _declared_size(module: nn.Module) -> tuple[int, ...] | None:
+    """An `img_size` / `image_size` / `input_size` the model (or a submodule) states."""
+    for layer in module.modules():
+        for name in ("img_size", "image_size", "input_size"):
+            size = getattr(layer, name, None)
+            if isinstance(size, int) and size > 0:
+                return (size,)
+            if isinstance(size, (tuple, list)) and size and all(isinstance(n, int) and n > 0 for n in size):
+                return tuple(size)
+    return None
+
+
 def first_layer(module: nn.Module) -> Leading | None:
     for layer in module.modules():
         if isinstance(layer, (nn.Conv1d, nn.Conv2d, nn.Conv3d)):
-            spatial = (8,) * (layer.weight.dim() - 2)
-            return Leading(((2, layer.in_channels, *spatial),))
+            rank = layer.weight.dim() - 2
+            declared = _declared_size(module)
+            sizes = ([declared * rank if len(declared) == 1 else declared[-rank:]] if declared and len(declared) in (1, rank) else [])
+            sizes += [(size,) * rank for size in SPATIAL_SIZES]
+            return Leading(tuple(dict.fromkeys((2, layer.in_channels, *spatial) for spatial in sizes)))
         if isinstance(layer, nn.Linear):  # features, or a sequence of them
             return Leading(((2, layer.in_features), (2, 3, layer.in_features)))
         if isinstance(layer, nn.Embedding):
