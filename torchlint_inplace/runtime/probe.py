@@ -317,20 +317,25 @@ class Harness:
         return [v * scale if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in values]
 
     def layouts(self, entry: Entry) -> Iterator[inputs.Layout | None]:
-        """The configured inputs; else layouts that ran on `meta` first, then the rest."""
+        """The configured inputs; else layouts that ran on `meta` first, then the rest (all of
+        them on the real device when the class cannot even be built on `meta`)."""
         if entry.name == "forward" and self.spec is not None and self.spec.inputs:
             yield None
             return
-        leading = inputs.first_layer(self.build("meta")) if self.is_module else None
+        try:
+            meta = self.build("meta")
+        except Exception:
+            meta = None
+        leading = inputs.first_layer(meta if meta is not None else self.build()) if self.is_module else None
         candidates = list(inputs.layouts(entry.slots, leading))
-        fitting = [layout for layout in candidates[: inputs.META_TRIALS] if self._runs_on_meta(entry, layout)]
+        fitting = [layout for layout in candidates[: inputs.META_TRIALS] if meta is not None and self._runs_on_meta(meta, entry, layout)]
         yield from fitting
         if not fitting:
             yield from candidates[: inputs.REAL_TRIALS]
 
-    def _runs_on_meta(self, entry: Entry, layout: inputs.Layout) -> bool:
+    @staticmethod
+    def _runs_on_meta(instance: object, entry: Entry, layout: inputs.Layout) -> bool:
         try:
-            instance = self.build("meta")
             values, _ = inputs.with_grad(layout.build("meta"))
             with torch.device("meta"):
                 getattr(instance, entry.name)(*values)
