@@ -61,6 +61,7 @@ CASES = [
     ("no_grad write into its own parameter", "@torch.no_grad()\ndef clip(x):\n    x.clamp_(0, 1)\n", False),
     ("no_grad write into a view of its parameter", "@torch.no_grad()\ndef clip(x):\n    y = x.view(-1)\n    y.clamp_(0, 1)\n", False),
     ("no_grad function re-enabling grad", "class M(nn.Module):\n    @torch.no_grad()\n    def f(self):\n        with torch.enable_grad():\n            self.w.zero_()\n", False),
+    ("no_grad function re-enabling grad under another name", "from torch import enable_grad as eg\n\nclass M(nn.Module):\n    @torch.no_grad()\n    def f(self):\n        with eg():\n            self.w.zero_()\n", False),
     ("nested def inside a no_grad function", "class M(nn.Module):\n    @torch.no_grad()\n    def f(self):\n        def g(t: torch.Tensor):\n            t.zero_()\n        return g\n", False),
     ("no_grad not imported from torch", "from mylib import no_grad\n\nclass M:\n    @no_grad()\n    def f(self):\n        self.w.zero_()\n", False),
     ("inplace activation module", "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.act = nn.ReLU(inplace=True)\n", False),

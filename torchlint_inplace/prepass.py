@@ -325,10 +325,19 @@ class _Scanner:
 
     def _no_grad(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         decorated = any(self._resolves_all(decorator.func if isinstance(decorator, ast.Call) else decorator, _GRAD_OFF) for decorator in func.decorator_list)
-        if not decorated:
+        if not decorated or self._grad_on_renamed():
             return False
         whole = (_start(func), (func.end_lineno, func.end_col_offset))
         return not any(whole[0] <= mention <= whole[1] for mention in self.grad_on_mentions)
+
+    def _grad_on_renamed(self) -> bool:
+        """`from torch import enable_grad as eg`: mentions of `eg` would go unseen, so no
+        function of this file counts as inert under no_grad."""
+        return any(
+            local not in _GRAD_ON_NAMES and target is not None and target.rsplit(".", 1)[-1] in _GRAD_ON_NAMES
+            for local, targets in self.aliases.items()
+            for target in targets
+        )
 
     # ------------------------------------------------------------------ nodes
 
