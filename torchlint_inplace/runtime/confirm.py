@@ -187,17 +187,6 @@ def _ask(server: Server, path: Path, findings: list[Finding], options: ConfirmOp
     return {int(line): status for line, status in answer.items()}
 
 
-def confirm_file(
-    path: Path | str,
-    findings: Iterable[Finding],
-    timeout: float = DEFAULT_TIMEOUT_S,
-    memory_bytes: int = DEFAULT_MEMORY_BYTES,
-    devices: tuple[str, ...] = ("cpu",),
-) -> dict[Finding, str]:
-    """`confirm_files` for one file."""
-    return confirm_files([(path, list(findings))], ConfirmOptions(devices, timeout, memory_bytes))
-
-
 def confirmed(
     findings: Sequence[Finding], options: ConfirmOptions, on_file_done: Callable[[Path], None] | None = None
 ) -> list[Finding]:

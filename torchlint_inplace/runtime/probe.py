@@ -98,9 +98,10 @@ def _package_root(path: Path) -> Path | None:
 
 @dataclass
 class Driver:
-    """A class to run, and the finding lines it speaks for when it does not reach them."""
+    """A class or function to run, and the finding lines it answers for even when it does not
+    reach them (its own; none for a caller)."""
 
-    load: Callable[[], object]  # returns the class (imports its module first)
+    load: Callable[[], object]  # returns the class or function (importing its module first)
     name: str
     owned: list[int]
 
