@@ -54,7 +54,7 @@ from pathlib import Path
 from . import source
 from .analysis.classes import AUTOGRAD_FUNCTION_BASES
 from .analysis.imports import _CANONICAL_PREFIXES
-from .analysis.interpreter import _GRAD_OFF, _GRAD_ON, _NON_TENSOR_METHODS, _SAFE_INPLACE_PREFIXES, _SET_GRAD
+from .analysis.vocabulary import GRAD_OFF as _GRAD_OFF, GRAD_ON as _GRAD_ON, NON_TENSOR_METHODS as _NON_TENSOR_METHODS, SAFE_INPLACE_PREFIXES as _SAFE_INPLACE_PREFIXES, SET_GRAD as _SET_GRAD
 from .analysis.project import _module_file, key_of
 from .analysis.torch_facts import torch_facts
 

@@ -15,13 +15,15 @@ from pathlib import Path
 import libcst as cst
 
 from .autograd_function import FunctionContract
+from .calls import CallEvaluator, dtype_name
 from .classes import ClassInfo
-from .hazards import Hazard, hidden_hazard, leaf_hazard, message, multi_view_hazard, saved_hazard, stale_hazard, step_hazard
+from .hazards import Hazard, hidden_hazard, leaf_hazard, message, multi_view_hazard, saved_hazard, stale_hazard
 from .imports import dotted
 from .model import Form, Mutation
 from .params import function_grad_enabled, tensor_list_parameters, tensor_parameters
 from .project import FileContext, Project
 from .summaries import Summary, SummaryRecorder
+from .syntax import is_self, keyword_of, literal, names_in, operand_exprs, string_index
 from .values import (
     NOT_TENSOR,
     Grad,
@@ -32,11 +34,16 @@ from .values import (
     State,
     Val,
     Value,
+    element_of,
     fresh_storage,
+    grad_of,
+    is_tensor,
+    item_of,
     merge_states,
     merge_values,
     reachable,
 )
+from .vocabulary import AUTOCAST, GRAD_OFF, GRAD_ON, NON_CONTIGUOUS_VIEWS, SET_GRAD
 
 _BINARY_OPS = {
     cst.Multiply: ("mul", "*"),
@@ -64,32 +71,10 @@ _AUGMENTED_OPS = {
     cst.RightShiftAssign: ("bitwise_right_shift", ">>="),
 }
 _COMMUTATIVE = frozenset({"mul", "add"})
-
-# Tensor methods and attributes whose result is not a tensor.
-_NON_TENSOR_METHODS = frozenset(
-    {"size", "dim", "numel", "item", "tolist", "stride", "data_ptr", "element_size", "nelement", "is_contiguous",
-     "is_floating_point", "is_complex", "get_device", "storage_offset", "ndimension", "untyped_storage", "storage",
-     "numpy", "backward", "register_hook", "retain_grad", "requires_grad_", "__len__", "equal", "allclose"}
-)
-_NON_TENSOR_ATTRIBUTES = frozenset(
-    {"shape", "dtype", "device", "ndim", "requires_grad", "is_leaf", "grad_fn", "is_cuda", "layout", "names", "_version"}
-)
-# dtype shorthands for `.to(dtype)`, which returns `self` when the dtype already matches.
-_DTYPE_METHODS = {"float": "float32", "double": "float64", "half": "float16", "bfloat16": "bfloat16"}
-_NON_CONTIGUOUS_VIEWS = frozenset({"transpose", "permute", "t", "T", "mT", "H", "mH", "movedim", "moveaxis", "swapaxes", "swapdims", "expand", "expand_as"})
-_GRAD_OFF = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.inference_mode"})
-_GRAD_ON = frozenset({"torch.enable_grad", "torch.autograd.enable_grad"})
-_SET_GRAD = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled"})
-_AUTOCAST = frozenset({"torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast"})
-_TORCH_NAMESPACES = frozenset({"torch", "torch.nn.functional", "torch.special", "torch.linalg", "torch.fft"})
-_FUNCTIONAL = "torch.nn.functional"
-# In-place helpers that run under no_grad themselves and are meant for initialisation.
-_SAFE_INPLACE_PREFIXES = ("torch.nn.init.", "torch.nn.utils.")
 _MAX_LOOP_NESTING = 3
-_CALLERS = " the caller's"
 
 
-class FunctionInterpreter:
+class FunctionInterpreter(CallEvaluator):
     def __init__(
         self,
         project: Project,
@@ -200,14 +185,14 @@ class FunctionInterpreter:
             if self.recorder is not None:
                 self.recorder.on_saves(state.saves)
             state.dead = True
-        elif isinstance(small, cst.Raise) or (isinstance(small, cst.Assert) and _literal(small.test) is False):
+        elif isinstance(small, cst.Raise) or (isinstance(small, cst.Assert) and literal(small.test) is False):
             state.dead = True
         elif isinstance(small, (cst.Break, cst.Continue)):
             if self.jumps:
                 self.jumps[-1].append(state.copy())
             state.dead = True
         elif isinstance(small, cst.Del):
-            for name in _names_in(small.target):
+            for name in names_in(small.target):
                 state.env.pop(name, None)
                 state.stale.pop(name, None)
         return state
@@ -216,8 +201,8 @@ class FunctionInterpreter:
         self.discarded = expr  # a call made for its side effects: its arguments are meant to change
         if isinstance(expr, cst.Call):
             qualname = self.ctx.imports.qualname(expr.func)
-            if qualname in _SET_GRAD and expr.args:
-                enabled = _literal(expr.args[0].value)
+            if qualname in SET_GRAD and expr.args:
+                enabled = literal(expr.args[0].value)
                 if enabled is not None:
                     self.grad_enabled = enabled
         self.eval(expr, state)
@@ -296,19 +281,19 @@ class FunctionInterpreter:
         op, symbol = _AUGMENTED_OPS[type(node.operator)]
         if isinstance(target, cst.Subscript):
             base = self.eval(target.value, state)
-            if _is_tensor(base) and not _string_index(target):
+            if is_tensor(base) and not string_index(target):
                 view = self.eval_subscript(target, state)
                 action = f"`{self.ctx.code_of(target)} {symbol} ...` writes into"
                 self.inplace_op(Form.INDEX_ASSIGN, node, target.value, base, state, action, op, symbol, {"other": operand}, view)
                 return
             element = self.eval_subscript(target, state)  # `items[i] += x`: the element tensor, in place
-            if _is_tensor(element):
+            if is_tensor(element):
                 self.inplace_op(Form.AUG_ASSIGN, node, target, element, state, f"`{self.ctx.code_of(target)} {symbol} ...` modifies", op, symbol, {"other": operand})
             return
         current = self.eval(target, state)
-        if not _is_tensor(current):
+        if not is_tensor(current):
             # Python numbers, lists, ...: `n += 1` rebinds, nothing is written in place.
-            self.assign(target, self.new_tensor([operand]) if _is_tensor(operand) else NOT_TENSOR, state, node)
+            self.assign(target, self.new_tensor([operand]) if is_tensor(operand) else NOT_TENSOR, state, node)
             return
         self.inplace_op(Form.AUG_ASSIGN, node, target, current, state, f"`{self.ctx.code_of(target)} {symbol} ...` modifies", op, symbol, {"other": operand})
 
@@ -319,7 +304,7 @@ class FunctionInterpreter:
         """An in-place op: it saves its operands before it writes (so `x *= x[:, :1]` breaks
         itself) and, like its out-of-place twin, its result after."""
         bound: dict[str, Value] = {"self": written or target, **others}
-        texts = {name: self.ctx.code_of(expr) for name, expr in _operand_exprs(node).items()}
+        texts = {name: self.ctx.code_of(expr) for name, expr in operand_exprs(node).items()}
         if op is not None:
             self.record_op(op, label, bound, target, node, state, texts, only=lambda saved: saved not in ("self", "result"))
         self.write(form, node, target_expr, target, state, action)
@@ -331,16 +316,16 @@ class FunctionInterpreter:
             for index, element in enumerate(element.value for element in target.elements):
                 if isinstance(element, cst.StarredElement):
                     self.assign(element.value, NOT_TENSOR, state, statement)
-                elif _is_tensor(value) and value.items is None and not value.multi_view:
+                elif is_tensor(value) and value.items is None and not value.multi_view:
                     # `a, b = f(x)`: a tuple-returning op or module gives different tensors
                     self.assign(element, value.part(), state, statement)
                 else:
-                    self.assign(element, _item(value, index), state, statement)
+                    self.assign(element, item_of(value, index), state, statement)
             return
         if isinstance(target, cst.Subscript):
             base = self.eval(target.value, state)
             self.eval_slices(target, state)
-            if _is_tensor(base) and not _string_index(target):
+            if is_tensor(base) and not string_index(target):
                 self.write(Form.INDEX_ASSIGN, statement, target.value, base, state, f"`{self.ctx.code_of(target)} = ...` writes into")
             return
         name = dotted(target)
@@ -366,7 +351,7 @@ class FunctionInterpreter:
             return self.eval_binary(expr, state)
         if isinstance(expr, cst.UnaryOperation):
             operand = self.eval(expr.expression, state)
-            return self.new_tensor([operand]) if _is_tensor(operand) else NOT_TENSOR
+            return self.new_tensor([operand]) if is_tensor(operand) else NOT_TENSOR
         if isinstance(expr, cst.Subscript):
             return self.eval_subscript(expr, state)
         if isinstance(expr, (cst.Tuple, cst.List)):
@@ -380,7 +365,7 @@ class FunctionInterpreter:
             return value
         if isinstance(expr, cst.Comparison):
             operands = [self.eval(expr.left, state)] + [self.eval(target.comparator, state) for target in expr.comparisons]
-            return self.new_tensor([], grad=Grad.NO) if any(map(_is_tensor, operands)) else NOT_TENSOR
+            return self.new_tensor([], grad=Grad.NO) if any(map(is_tensor, operands)) else NOT_TENSOR
         if isinstance(expr, cst.BooleanOperation):
             return merge_values(self.eval(expr.left, state), self.eval(expr.right, state))
         if isinstance(expr, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
@@ -394,13 +379,13 @@ class FunctionInterpreter:
     def iteration_element(self, iterable: cst.BaseExpression, state: State) -> Value:
         """What one iteration binds: `enumerate(x)` gives (index, element), `zip(a, b)` a tuple."""
         if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value in ("enumerate", "zip", "reversed"):
-            parts = [_element_of(self.eval(arg.value, state)) for arg in iterable.args if not _keyword(arg)]
+            parts = [element_of(self.eval(arg.value, state)) for arg in iterable.args if not keyword_of(arg)]
             if iterable.func.value == "enumerate":
                 return Val(items=(NOT_TENSOR, parts[0] if parts else NOT_TENSOR))
             if iterable.func.value == "zip":
                 return Val(items=tuple(parts))
             return parts[0] if parts else NOT_TENSOR
-        return _element_of(self.eval(iterable, state))
+        return element_of(self.eval(iterable, state))
 
     def eval_comprehension(self, expr: cst.ListComp | cst.GeneratorExp | cst.SetComp, state: State) -> Value:
         """A homogeneous list: its element evaluated once, with the loop names bound (then restored)."""
@@ -429,18 +414,18 @@ class FunctionInterpreter:
             self.read(name, expr, state)
             return state.env[name]
         attr = expr.attr.value
-        if _is_self(expr.value) and self.cls is not None:
+        if is_self(expr.value) and self.cls is not None:
             value = self.class_attribute(attr)
             if value is not None:
                 state.env[name] = value
                 return value
         base = self.eval(expr.value, state)
-        if not _is_tensor(base):
+        if not is_tensor(base):
             return NOT_TENSOR
         if attr == "data":
             return base.detached("data")
         if attr in self.facts.view_attributes:
-            return base.view(strided=attr in _NON_CONTIGUOUS_VIEWS)
+            return base.view(strided=attr in NON_CONTIGUOUS_VIEWS)
         if attr == "grad":
             return Val(fresh_storage(), Grad.NO, origin=expr)
         return NOT_TENSOR
@@ -457,13 +442,13 @@ class FunctionInterpreter:
         base = self.eval(expr.value, state)
         advanced = self.eval_slices(expr, state)
         if isinstance(base, ModuleRef):
-            return _element_of(base)
+            return element_of(base)
         if isinstance(base, Val) and base.items is not None and len(expr.slice) == 1:
             index = expr.slice[0].slice
             if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
-                return _item(base, int(index.value.value, 0))
-            return _element_of(base)
-        if not _is_tensor(base) or _string_index(expr):
+                return item_of(base, int(index.value.value, 0))
+            return element_of(base)
+        if not is_tensor(base) or string_index(expr):
             return NOT_TENSOR  # `args["stride"]`: a dict, whatever we thought it was
         if base.opaque and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
             return base.part()  # `outputs[1]` of a module we cannot see: likely a tuple element
@@ -476,7 +461,7 @@ class FunctionInterpreter:
             index = element.slice
             if isinstance(index, cst.Index):
                 value = self.eval(index.value, state)
-                if _is_tensor(value) or isinstance(index.value, (cst.List, cst.ListComp)) or (isinstance(value, Val) and value.items is not None):
+                if is_tensor(value) or isinstance(index.value, (cst.List, cst.ListComp)) or (isinstance(value, Val) and value.items is not None):
                     advanced = True
             else:
                 for part in (index.lower, index.upper, index.step):
@@ -487,11 +472,11 @@ class FunctionInterpreter:
     def eval_binary(self, expr: cst.BinaryOperation, state: State) -> Value:
         left = self.eval(expr.left, state)
         right = self.eval(expr.right, state)
-        if not (_is_tensor(left) or _is_tensor(right)):
+        if not (is_tensor(left) or is_tensor(right)):
             return NOT_TENSOR
         op, symbol = _BINARY_OPS.get(type(expr.operator), (None, ""))
         texts = {"self": self.ctx.code_of(expr.left), "other": self.ctx.code_of(expr.right)}
-        if op in _COMMUTATIVE and not _is_tensor(left):
+        if op in _COMMUTATIVE and not is_tensor(left):
             left, right = right, left
             texts = {"self": texts["other"], "other": texts["self"]}
         result = self.new_tensor([left, right])
@@ -505,260 +490,7 @@ class FunctionInterpreter:
         facts = self.facts.ops.get(op)
         return facts.params[1] if facts is not None and len(facts.params) > 1 else "other"
 
-    # ----------------------------------------------------------------- calls
-
-    def eval_call(self, call: cst.Call, state: State) -> Value:
-        func = call.func
-        args = [self.eval(arg.value, state) for arg in call.args]
-        qualname = self.ctx.imports.qualname(func)
-        if qualname is not None and qualname.startswith("torch."):
-            return self.call_torch(qualname, call, args, state)
-        if isinstance(func, cst.Attribute):
-            method = func.attr.value
-            if _is_self(func.value) or dotted(func) in state.env:
-                callee = self.eval_attribute(func, state)
-                if isinstance(callee, ModuleRef):
-                    return self.call_module(callee, call, args, state)
-            receiver = self.eval(func.value, state)
-            if _is_tensor(receiver):
-                return self.call_method(receiver, method, call, args, state)
-            self.training_loop_call(method, call, state)
-            if self.contract is not None and isinstance(func.value, cst.Name) and func.value.value == self.ctx_name:
-                self.contract.on_ctx_call(method, call, args, state)
-                return NOT_TENSOR
-            if _is_self(func.value) and self.cls is not None and method in self.cls.methods:
-                return self.call_project(self.ctx, self.cls.methods[method], self.cls, call, args, state)
-            if method == "apply":
-                return self.call_autograd_function(func.value, call, args, state)
-            if _is_self(func.value):
-                # A submodule or method of this class whose definition is not known here.
-                return self.opaque_result(args)
-            return NOT_TENSOR
-        callee = self.eval(func, state)
-        if isinstance(callee, ModuleRef):
-            return self.call_module(callee, call, args, state)
-        name = dotted(func)
-        if name is not None and name not in state.env:
-            found = self.project.resolve_function(self.ctx, name)
-            if found is not None:
-                return self.call_project(found[0], found[1], None, call, args, state)
-        return NOT_TENSOR
-
-    def call_torch(self, qualname: str, call: cst.Call, args: list[Value], state: State) -> Value:
-        if qualname.startswith(_SAFE_INPLACE_PREFIXES):
-            return NOT_TENSOR
-        if qualname == "torch.nn.Parameter":
-            return Val(fresh_storage(), Grad.LEAF, origin=call)
-        if qualname == "torch.autograd.backward":
-            self.training_loop_call("backward", call, state)
-            return NOT_TENSOR
-        short = qualname.rsplit(".", 1)[-1]
-        namespace = qualname[: -len(short) - 1]
-        if namespace not in _TORCH_NAMESPACES:
-            return NOT_TENSOR
-        if namespace == "torch" and self.facts.is_factory(short):
-            requires_grad = any(_keyword(arg) == "requires_grad" and _literal(arg.value) for arg in call.args)
-            if requires_grad and self.grad_enabled:
-                return Val(fresh_storage(), Grad.LEAF, origin=call)
-            return Val(fresh_storage(), Grad.NO, origin=call, fresh_buffer=True)
-        tensors = [arg for arg in args if _is_tensor(arg)]
-        if not tensors or (namespace == "torch" and short not in self.facts.tensor_functions and short not in self.facts.ops):
-            return NOT_TENSOR
-        label = self.ctx.code_of(call.func)
-        first = call.args[0].value if call.args else call
-        twin = self.facts.inplace_functions.get(short) if namespace in ("torch", _FUNCTIONAL) else None
-        if twin is not None or (namespace == _FUNCTIONAL and self.inplace_flag(short, call)):
-            # torch.relu_(x), F.relu(x, inplace=True): rewrites its input
-            target = args[0] if args and _is_tensor(args[0]) else tensors[0]
-            self.write(Form.INPLACE_ACTIVATION, call, first, target, state, f"`{label}(...)` rewrites", hidden_from_reader=True)
-            self.record_op(twin or short, label, {"self": target}, target, call, state, {}, only=lambda saved: saved == "result")
-            return target
-        out = next((value for arg, value in zip(call.args, args) if _keyword(arg) == "out"), None)
-        if _is_tensor(out):
-            out_expr = next(arg.value for arg in call.args if _keyword(arg) == "out")
-            self.write(Form.OUT_ARGUMENT, call, out_expr, out, state, f"`{label}(..., out=...)` writes into")
-            return out
-        result = self.new_tensor(tensors)
-        if short in self.facts.view_methods and args and _is_tensor(args[0]):
-            result = args[0].view(strided=short in _NON_CONTIGUOUS_VIEWS)
-        bound = self.bind(short, call, args)
-        self.record_op(short, label, bound, result, call, state, _argument_texts(self.ctx, call, self.facts.ops[short].params if short in self.facts.ops else ()))
-        return result
-
-    def inplace_flag(self, short: str, call: cst.Call) -> bool:
-        index = self.facts.inplace_kwarg_functionals.get(short)
-        if index is None:
-            return False
-        positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
-        for arg in call.args:
-            if _keyword(arg) == "inplace":
-                return bool(_literal(arg.value))
-        return index < len(positional) and bool(_literal(positional[index].value))
-
-    def call_method(self, receiver: Val, method: str, call: cst.Call, args: list[Value], state: State) -> Value:
-        target_expr = call.func.value  # type: ignore[attr-defined]
-        if method in self.facts.inplace_methods:
-            twin = self.facts.inplace_methods[method]
-            others = self.bind(twin, call, args, skip=1) if twin is not None else {}
-            self.inplace_op(Form.METHOD, call, target_expr, receiver, state, f"`{self.ctx.code_of(call.func)}()` modifies", twin, f".{method}()", others)
-            return receiver
-        if method == "detach":
-            return receiver.detached("detach")
-        if method in self.facts.view_methods:
-            return receiver.view(strided=method in _NON_CONTIGUOUS_VIEWS)
-        if method in self.facts.multi_view_methods:
-            view = receiver.view(strided=True)
-            return Val(view.storages, view.grad, call, True, hidden=view.hidden, multi_view=method, dtype=view.dtype)
-        if method in _NON_TENSOR_METHODS:
-            return NOT_TENSOR
-        if method.startswith("new_"):
-            return Val(fresh_storage(), Grad.NO, origin=call)
-        if method == "contiguous":
-            return self.new_tensor([receiver]) if receiver.strided else receiver.view()
-        if method in _DTYPE_METHODS or method == "to":
-            return self.convert(receiver, method, call, args)
-        result = self.new_tensor([receiver, *args])
-        if method in self.facts.ops:
-            bound = {"self": receiver, **self.bind(method, call, args, skip=1)}
-            texts = {"self": self.ctx.code_of(target_expr), **_argument_texts(self.ctx, call, self.facts.ops[method].params[1:])}
-            self.record_op(method, f".{method}()", bound, result, call, state, texts)
-        return result
-
-    def convert(self, receiver: Val, method: str, call: cst.Call, args: list[Value]) -> Val:
-        """`.to(dtype)` returns `self` when the dtype already matches (autocast makes that common)."""
-        dtype = _DTYPE_METHODS.get(method) or next((name for arg in call.args if (name := _dtype_name(arg.value))), None)
-        if dtype is not None and receiver.dtype == dtype:
-            return receiver.view()
-        result = self.new_tensor([receiver, *args])
-        return Val(result.storages, result.grad, result.origin, dtype=dtype)
-
-    def call_module(self, module: ModuleRef, call: cst.Call, args: list[Value], state: State) -> Value:
-        if module.kind == "Sequential" and module.items is not None:
-            value = args[0] if args else NOT_TENSOR
-            for item in module.items:
-                value = self.apply_module(item, call, [value], state)
-            return value
-        return self.apply_module(module, call, args, state)
-
-    def apply_module(self, module: ModuleRef, call: cst.Call, args: list[Value], state: State) -> Value:
-        value = args[0] if args else NOT_TENSOR
-        if module.kind is None:
-            if module.cls_name is not None:
-                found = self.project.resolve_class(self.ctx, module.cls_name)
-                if found is not None and "forward" in found[1].methods:
-                    return self.call_project(found[0], found[1].methods["forward"], found[1], call, args, state)
-            return self.opaque_result(args)
-        if not _is_tensor(value):
-            return NOT_TENSOR
-        label = self.ctx.code_of(call.func) + f" ({module.kind})"
-        saves = self.facts.module_saves.get(module.kind, frozenset())
-        if module.inplace:
-            first = call.args[0].value if call.args else call
-            self.write(Form.INPLACE_ACTIVATION, call, first, value, state, f"`{label}` with inplace=True rewrites", hidden_from_reader=True)
-            result = value
-        else:
-            # A module that saves its input does so for its own weights: its output requires grad.
-            result = self.new_tensor([value], grad=Grad.MAYBE if "input" in saves and self.grad_enabled else None)
-        if self.autocast is not None:
-            result = Val(result.storages, result.grad, result.origin, dtype=self.autocast)
-        if self.grad_enabled:
-            if "input" in saves and not module.inplace:
-                # Saved for the module's own weight gradient, whatever the input is. (In place,
-                # autograd saves a copy of the input it is about to overwrite.)
-                argument = self.ctx.code_of(call.args[0].value) if call.args else "its input"
-                state.add_save(value, SaveRecord(label, argument, call))
-            if "result" in saves and value.grad > Grad.NO:
-                state.add_save(result, SaveRecord(label, "its result", call, certain=value.grad > Grad.UNKNOWN))
-        return result
-
-    def call_autograd_function(self, owner: cst.BaseExpression, call: cst.Call, args: list[Value], state: State) -> Value:
-        name = dotted(owner)
-        found = self.project.resolve_class(self.ctx, name) if name is not None else None
-        if found is None or not found[1].is_autograd_function or "forward" not in found[1].methods:
-            return self.opaque_result(args)
-        # Its writes are TIP005's business, reported inside `forward`.
-        return self.call_project(found[0], found[1].methods["forward"], found[1], call, args, state, apply_writes=False)
-
-    def call_project(
-        self, ctx: FileContext, func: cst.FunctionDef, cls: ClassInfo | None, call: cst.Call, args: list[Value], state: State, apply_writes: bool = True
-    ) -> Value:
-        """A call into project code: apply what the callee's summary says it does to its arguments."""
-        summary = self.project.summary(ctx, func, cls)
-        bound = _bind_summary(summary, call, args)
-        label = self.ctx.code_of(call.func)
-        for write in summary.writes if apply_writes else ():
-            value = bound.get(write.index)
-            if not _is_tensor(value):
-                continue
-            argument = _argument_expr(summary, call, write.index)
-            if write.via_activation:
-                self.write(Form.INPLACE_ACTIVATION, call, argument or call, value, state, f"`{label}(...)` applies an inplace activation that rewrites", hidden_from_reader=True)
-            else:
-                # `helper(x)` as a statement is called to update `x`: reading `x` afterwards is intended.
-                intended = {_root_name(argument)} if argument is not None and call is self.discarded else set()
-                action = write.action if write.action.endswith(_CALLERS) else f"{write.action}{_CALLERS}"
-                outer, self.grad_enabled = self.grad_enabled, self.grad_enabled and write.grad_enabled
-                self.write(Form.ARGUMENT, call, argument or call, value, state, action, True, write.site, intended)
-                self.grad_enabled = outer
-        if self.grad_enabled:
-            for index, records in summary.saves.items():
-                value = bound.get(index)
-                if _is_tensor(value) and records:
-                    inner = min(records, key=lambda record: record.order)
-                    state.add_save(value, SaveRecord(f"{label} (its `{inner.op}`)", _argument_text(self.ctx, summary, call, index), call))
-        returned = [bound[index] for index in summary.returns if _is_tensor(bound.get(index))]
-        if returned:
-            return returned[0].view()
-        if summary.item_returns is not None and any(map(_is_tensor, args)):
-            return Val(items=tuple(self.returned_item(bound, aliases, args) for aliases in summary.item_returns))
-        result = self.opaque_result(args)
-        if _is_tensor(result) and summary.result_saves and self.grad_enabled:
-            inner = min(summary.result_saves, key=lambda record: record.order)
-            state.add_save(result, SaveRecord(f"{label} (its `{inner.op}`)", "its result", call))
-        return result
-
-    def returned_item(self, bound: dict[int, Value], aliases: frozenset[int], args: list[Value]) -> Value:
-        for index in aliases:
-            if _is_tensor(bound.get(index)):
-                return bound[index].view()  # type: ignore[union-attr]
-        return self.opaque_result(args)
-
-    def opaque_result(self, args: Sequence[Value]) -> Value:
-        """What a call into code we cannot see returns: a tensor (or tuple of them) made from its inputs."""
-        if not any(map(_is_tensor, args)):
-            return NOT_TENSOR
-        result = self.new_tensor(args)
-        return Val(result.storages, result.grad, dtype=result.dtype, opaque=True)
-
-    def training_loop_call(self, method: str, call: cst.Call, state: State) -> None:
-        """TIP009: an optimizer step between a `backward(retain_graph=True)` and the next backward."""
-        if method == "backward":
-            for step in state.steps:
-                hazard = step_hazard(self.ctx.path, self.ctx.span_of(state.retained), self.ctx.span_of(call))
-                self.emit(Form.OPTIMIZER_STEP, step, f"`{self.ctx.code_of(step.node)}` updates parameters in place", hazard)
-            state.steps = frozenset()
-            retain = next((arg for arg in call.args if _keyword(arg) == "retain_graph"), None)
-            state.retained = call if retain is not None and _literal(retain.value) is not False else None
-        elif method == "step" and state.retained is not None and _steps_an_optimizer(call):
-            state.steps |= {Site(self.ctx.path, call)}
-
     # ----------------------------------------------------------------- saves and writes
-
-    def bind(self, op: str, call: cst.Call, args: list[Value], skip: int = 0) -> dict[str, Value]:
-        """Arguments by parameter name; `skip` drops leading parameters taken by the receiver."""
-        facts = self.facts.ops.get(op)
-        params = list(facts.params[skip:]) if facts is not None else []
-        bound: dict[str, Value] = {}
-        positional = iter(params)
-        for arg, value in zip(call.args, args):
-            keyword = _keyword(arg)
-            if keyword is not None:
-                bound[keyword] = value
-            elif not arg.star:
-                name = next(positional, None)
-                if name is not None:
-                    bound[name] = value
-        return bound
 
     def record_op(
         self, op: str, label: str, bound: dict[str, Value], result: Val, node: cst.CSTNode, state: State, texts: dict[str, str], only=None
@@ -771,11 +503,11 @@ class FunctionInterpreter:
         for saved, triggers in facts.saves.items():
             if only is not None and not only(saved):
                 continue
-            grads = [_grad(bound.get(trigger)) for trigger in triggers]
+            grads = [grad_of(bound.get(trigger)) for trigger in triggers]
             if max(grads, default=Grad.NO) is Grad.NO:
                 continue
             target = result if saved == "result" else bound.get(saved)
-            if _is_tensor(target):
+            if is_tensor(target):
                 what = "its result" if saved == "result" else texts.get(saved, saved)
                 state.add_save(target, SaveRecord(label, what, node, certain=max(grads) > Grad.UNKNOWN))
 
@@ -866,30 +598,30 @@ class FunctionInterpreter:
 
     def new_tensor(self, inputs: Sequence[Value], grad: Grad | None = None) -> Val:
         if grad is None:
-            grad = min(max((_grad(value) for value in inputs), default=Grad.NO), Grad.MAYBE) if self.grad_enabled else Grad.NO
+            grad = min(max((grad_of(value) for value in inputs), default=Grad.NO), Grad.MAYBE) if self.grad_enabled else Grad.NO
         return Val(fresh_storage(), grad, dtype=self.autocast)
 
     def grad_mode_of(self, expr: cst.BaseExpression) -> bool | None:
         target = expr.func if isinstance(expr, cst.Call) else expr
         qualname = self.ctx.imports.qualname(target)
-        if qualname in _GRAD_OFF:
+        if qualname in GRAD_OFF:
             return False
-        if qualname in _GRAD_ON:
+        if qualname in GRAD_ON:
             return True
-        if qualname in _SET_GRAD and isinstance(expr, cst.Call) and expr.args:
-            return _literal(expr.args[0].value)
+        if qualname in SET_GRAD and isinstance(expr, cst.Call) and expr.args:
+            return literal(expr.args[0].value)
         return None
 
     def autocast_of(self, expr: cst.BaseExpression) -> str | None:
         """The low-precision dtype an autocast region computes in ("" when it is disabled)."""
-        if not isinstance(expr, cst.Call) or self.ctx.imports.qualname(expr.func) not in _AUTOCAST:
+        if not isinstance(expr, cst.Call) or self.ctx.imports.qualname(expr.func) not in AUTOCAST:
             return None
         for arg in expr.args:
-            if _keyword(arg) == "enabled" and _literal(arg.value) is False:
+            if keyword_of(arg) == "enabled" and literal(arg.value) is False:
                 return ""
-            if _keyword(arg) == "dtype":
-                return _dtype_name(arg.value) or "float16"
-        device = next((arg.value for arg in expr.args if arg.keyword is None or _keyword(arg) == "device_type"), None)
+            if keyword_of(arg) == "dtype":
+                return dtype_name(arg.value) or "float16"
+        device = next((arg.value for arg in expr.args if arg.keyword is None or keyword_of(arg) == "device_type"), None)
         on_cpu = isinstance(device, cst.SimpleString) and "cpu" in device.value or "cpu" in (self.ctx.imports.qualname(expr.func) or "")
         return "bfloat16" if on_cpu else "float16"
 
@@ -906,133 +638,3 @@ def summarize(project: Project, ctx: FileContext, func: cst.FunctionDef, cls: Cl
     interpreter = FunctionInterpreter(project, ctx, cls, {}, recorder)
     interpreter.run_function(func, symbolic)
     return recorder.summary
-
-
-def _bind_summary(summary: Summary, call: cst.Call, args: list[Value]) -> dict[int, Value]:
-    names = list(summary.params)
-    bound: dict[int, Value] = {}
-    position = 0
-    for arg, value in zip(call.args, args):
-        keyword = _keyword(arg)
-        if keyword is not None:
-            if keyword in names:
-                bound[names.index(keyword)] = value
-        elif not arg.star:
-            bound[position] = value
-            position += 1
-    return bound
-
-
-def _argument_expr(summary: Summary, call: cst.Call, index: int) -> cst.BaseExpression | None:
-    name = summary.params[index] if index < len(summary.params) else None
-    position = 0
-    for arg in call.args:
-        keyword = _keyword(arg)
-        if keyword is not None:
-            if keyword == name:
-                return arg.value
-        elif not arg.star:
-            if position == index:
-                return arg.value
-            position += 1
-    return None
-
-
-def _argument_text(ctx: FileContext, summary: Summary, call: cst.Call, index: int) -> str:
-    expr = _argument_expr(summary, call, index)
-    return ctx.code_of(expr) if expr is not None else summary.params[index]
-
-
-def _argument_texts(ctx: FileContext, call: cst.Call, params: Sequence[str]) -> dict[str, str]:
-    texts: dict[str, str] = {}
-    positional = iter(params)
-    for arg in call.args:
-        name = _keyword(arg) or (next(positional, None) if not arg.star else None)
-        if name is not None:
-            texts[name] = ctx.code_of(arg.value)
-    return texts
-
-
-def _steps_an_optimizer(call: cst.Call) -> bool:
-    """`opt.step()`, `self.optimizer.step()`, `scaler.step(optimizer)`; not `scheduler.step()`."""
-    names = [dotted(call.func.value)] + [dotted(arg.value) for arg in call.args]  # type: ignore[attr-defined]
-    return any(name is not None and "opt" in name.rsplit(".", 1)[-1].lower() for name in names)
-
-
-def _operand_exprs(node: cst.CSTNode) -> dict[str, cst.BaseExpression]:
-    """The operand of an in-place statement as written: `x *= y` -> y, `x.mul_(y)` -> y."""
-    if isinstance(node, cst.AugAssign):
-        return {"other": node.value}
-    if isinstance(node, cst.Call) and node.args and node.args[0].keyword is None:
-        return {"other": node.args[0].value}
-    return {}
-
-
-def _keyword(arg: cst.Arg) -> str | None:
-    return arg.keyword.value if arg.keyword is not None else None
-
-
-def _dtype_name(expr: cst.BaseExpression) -> str | None:
-    """`torch.bfloat16` -> "bfloat16"; anything that is not a dtype attribute -> None."""
-    name = dotted(expr)
-    if name is None or not name.startswith(("torch.", "th.")):
-        return None
-    short = name.rsplit(".", 1)[-1]
-    return {"float": "float32", "half": "float16", "double": "float64"}.get(short, short) if short[:1].islower() and any(c.isdigit() for c in short) or short in ("float", "half", "double", "bfloat16") else None
-
-
-def _grad(value: Value | None) -> Grad:
-    return value.grad if isinstance(value, Val) and value.is_tensor else Grad.NO
-
-
-def _is_tensor(value: Value | None) -> bool:
-    return isinstance(value, Val) and value.is_tensor
-
-
-def _item(value: Value, index: int) -> Value:
-    if isinstance(value, Val) and value.items is not None:
-        return value.items[index] if 0 <= index < len(value.items) else NOT_TENSOR
-    return _element_of(value)
-
-
-def _element_of(value: Value) -> Value:
-    """An element of an iterable: a view for chunk()/unbind() results, else unknown."""
-    if isinstance(value, ModuleRef):
-        items = value.items or ()
-        return items[0] if len(set(items)) == 1 else NOT_TENSOR
-    if isinstance(value, Val) and value.is_tensor:
-        return value.view()
-    if isinstance(value, Val) and value.items:
-        merged: Value = value.items[0]
-        for item in value.items[1:]:
-            merged = merge_values(merged, item)
-        return merged
-    return NOT_TENSOR
-
-
-def _string_index(expr: cst.Subscript) -> bool:
-    return any(isinstance(element.slice, cst.Index) and isinstance(element.slice.value, (cst.SimpleString, cst.ConcatenatedString)) for element in expr.slice)
-
-
-def _root_name(expr: cst.BaseExpression) -> str | None:
-    """The name a view expression hangs from: `patches[i]` -> patches, `self.buf[:, 0]` -> self.buf."""
-    while isinstance(expr, cst.Subscript):
-        expr = expr.value
-    return dotted(expr)
-
-
-def _is_self(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "self"
-
-
-def _literal(expr: cst.BaseExpression) -> bool | None:
-    if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
-        return expr.value == "True"
-    return None
-
-
-def _names_in(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [name for element in target.elements for name in _names_in(element.value)]
-    name = dotted(target)
-    return [name] if name is not None else []

@@ -192,3 +192,32 @@ def merge_states(states: list[State]) -> State:
         merged.retained = merged.retained or other.retained
         merged.steps |= other.steps
     return merged
+
+
+def grad_of(value: Value | None) -> Grad:
+    return value.grad if isinstance(value, Val) and value.is_tensor else Grad.NO
+
+
+def is_tensor(value: Value | None) -> bool:
+    return isinstance(value, Val) and value.is_tensor
+
+
+def item_of(value: Value, index: int) -> Value:
+    if isinstance(value, Val) and value.items is not None:
+        return value.items[index] if 0 <= index < len(value.items) else NOT_TENSOR
+    return element_of(value)
+
+
+def element_of(value: Value) -> Value:
+    """An element of an iterable: a view for chunk()/unbind() results, else unknown."""
+    if isinstance(value, ModuleRef):
+        items = value.items or ()
+        return items[0] if len(set(items)) == 1 else NOT_TENSOR
+    if isinstance(value, Val) and value.is_tensor:
+        return value.view()
+    if isinstance(value, Val) and value.items:
+        merged: Value = value.items[0]
+        for item in value.items[1:]:
+            merged = merge_values(merged, item)
+        return merged
+    return NOT_TENSOR

@@ -1,0 +1,48 @@
+"""Small readings of LibCST syntax the analysis needs in several places."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .imports import dotted
+
+
+def keyword_of(arg: cst.Arg) -> str | None:
+    return arg.keyword.value if arg.keyword is not None else None
+
+
+def literal(expr: cst.BaseExpression) -> bool | None:
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
+        return expr.value == "True"
+    return None
+
+
+def is_self(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "self"
+
+
+def root_name(expr: cst.BaseExpression) -> str | None:
+    """The name a view expression hangs from: `patches[i]` -> patches, `self.buf[:, 0]` -> self.buf."""
+    while isinstance(expr, cst.Subscript):
+        expr = expr.value
+    return dotted(expr)
+
+
+def string_index(expr: cst.Subscript) -> bool:
+    return any(isinstance(element.slice, cst.Index) and isinstance(element.slice.value, (cst.SimpleString, cst.ConcatenatedString)) for element in expr.slice)
+
+
+def names_in(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in names_in(element.value)]
+    name = dotted(target)
+    return [name] if name is not None else []
+
+
+def operand_exprs(node: cst.CSTNode) -> dict[str, cst.BaseExpression]:
+    """The operand of an in-place statement as written: `x *= y` -> y, `x.mul_(y)` -> y."""
+    if isinstance(node, cst.AugAssign):
+        return {"other": node.value}
+    if isinstance(node, cst.Call) and node.args and node.args[0].keyword is None:
+        return {"other": node.args[0].value}
+    return {}

@@ -1,0 +1,22 @@
+"""The handful of names the interpreter and the pre-pass must agree on.
+
+Everything about what ops save, write or alias comes from the table generated from torch
+(`torch_facts`); these are the few facts about Python-level spellings that the table does not
+carry: grad-mode context managers, tensor methods that return plain Python values, and the
+initialisation helpers that write under their own `no_grad`.
+"""
+
+# Tensor methods whose result is not a tensor.
+NON_TENSOR_METHODS = frozenset(
+    {"size", "dim", "numel", "item", "tolist", "stride", "data_ptr", "element_size", "nelement", "is_contiguous",
+     "is_floating_point", "is_complex", "get_device", "storage_offset", "ndimension", "untyped_storage", "storage",
+     "numpy", "backward", "register_hook", "retain_grad", "requires_grad_", "__len__", "equal", "allclose"}
+)
+
+NON_CONTIGUOUS_VIEWS = frozenset({"transpose", "permute", "t", "T", "mT", "H", "mH", "movedim", "moveaxis", "swapaxes", "swapdims", "expand", "expand_as"})
+GRAD_OFF = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.inference_mode"})
+GRAD_ON = frozenset({"torch.enable_grad", "torch.autograd.enable_grad"})
+SET_GRAD = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled"})
+AUTOCAST = frozenset({"torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast"})
+# In-place helpers that run under no_grad themselves and are meant for initialisation.
+SAFE_INPLACE_PREFIXES = ("torch.nn.init.", "torch.nn.utils.")
