@@ -106,6 +106,26 @@ Keys of the JSON document
     attention) get that many same-shaped tensors, and only the first is "input".
 ``modules_not_probed``
     Module classes that no template could construct and run.
+``inplace_module_saves``
+    Each class of ``inplace_modules`` -> ``["result"]`` when, constructed with
+    ``inplace=True`` (first ``MODULE_CTOR_TEMPLATES`` entry that works, training mode) and
+    run on a non-leaf float input requiring grad, autograd packs the storage of the tensor
+    it overwrote (the input, which is also the output): mutating that tensor again before
+    backward then raises. ``[]`` when it packs nothing of that storage (``Hardswish``,
+    ``Hardtanh``, ``SiLU``...: they save a clone of the input, which nobody else can
+    write). ``null`` when no template made it write its input: it failed to run, or it
+    ignores ``inplace`` (``AlphaDropout``, ``FeatureAlphaDropout``). In place, ``ELU`` / ``LeakyReLU``
+    ... save their result although out of place they save their input (``modules``).
+``inplace_function_saves``
+    The same probe for the functions: each ``inplace_functions`` name (``relu_``,
+    ``elu_``, ``hardtanh_``...; union over ``torch`` and ``torch.nn.functional`` where both
+    define it) and each ``inplace_kwarg_functionals`` name called with ``inplace=True``
+    (key: the functional's own name, ``elu``, ``relu``...). Arguments come from the first
+    ``OP_TEMPLATES`` entry that runs and bumps the first argument's version; every tensor
+    argument requires grad and the first (the one written) is made a non-leaf.
+    ``["result"]``: the written tensor's storage is saved; ``[]``: not saved (also for
+    ops without gradient, e.g. ``zero_``, ``fill_``); ``null``: no template ran it in place
+    (integer-only ``gcd_``, sparse ``resize_as_sparse_``, ``addmv_``, ``index_put_``...).
 ``out_functions``
     ``torch.<name>`` functions accepting ``out=`` (an aten overload with an ``out``
     argument, or ``out`` in the Python signature).
@@ -720,6 +740,79 @@ def derive_modules() -> tuple[dict[str, dict[str, list[str]]], list[str]]:
     return probed, not_probed
 
 
+# ---------------------------------------------------------------- in-place saves
+
+
+def non_leaf(tensor: torch.Tensor) -> torch.Tensor:
+    """A copy of ``tensor`` with a grad_fn: autograd refuses in-place writes to leaves."""
+    return tensor * 1
+
+
+def probe_inplace_saves(call: Callable[[], Any], written: torch.Tensor) -> list[str] | None:
+    """``["result"]`` if ``call`` writes ``written`` and packs its storage; None if it fails or writes nothing.
+
+    A clone of the input that autograd packs has its own storage, so it does not count.
+    """
+    version = written._version
+    try:
+        _, packed = run_saving(call)
+    except Exception:
+        return None
+    if written._version == version:
+        return None
+    return ["result"] if storage_of(written) in packed else []
+
+
+def probe_inplace_module(cls: type) -> list[str] | None:
+    for ctor, shape in itertools.product(MODULE_CTOR_TEMPLATES, MODULE_INPUT_SHAPES):
+        torch.manual_seed(0)
+        try:
+            module = cls(*ctor, inplace=True)
+        except Exception:
+            continue
+        data = non_leaf(make_tensor(Operand(shape), True))
+        saved = probe_inplace_saves(lambda: module(data), data)
+        if saved is not None:
+            return saved
+    return None
+
+
+def probe_inplace_function(func: Callable[..., Any], **kwargs: Any) -> list[str] | None:
+    for template in OP_TEMPLATES:
+        if not isinstance(template[0], Operand):
+            continue
+        torch.manual_seed(0)
+        args, _ = build_args(template, None)
+        args[0] = non_leaf(args[0])
+        saved = probe_inplace_saves(lambda: func(*args, **kwargs), args[0])
+        if saved is not None:
+            return saved
+    return None
+
+
+def merged_probes(probes: list[list[str] | None]) -> list[str] | None:
+    """Union of the probes that ran (``torch.relu_`` and ``F.relu_``); None if none did."""
+    ran = [saved for saved in probes if saved is not None]
+    return sorted({item for saved in ran for item in saved}) if ran else None
+
+
+def derive_inplace_saves(
+    inplace_functions: dict[str, Any], inplace_functionals: dict[str, int], inplace_modules: dict[str, int]
+) -> tuple[dict[str, list[str] | None], dict[str, list[str] | None]]:
+    """(``inplace_module_saves``, ``inplace_function_saves``); see the module docstring."""
+    module_saves = {name: probe_inplace_module(getattr(torch.nn, name)) for name in inplace_modules}
+    function_saves = {
+        name: merged_probes([
+            probe_inplace_function(getattr(module, name)) for module in (torch, F) if hasattr(module, name)
+        ])
+        for name in inplace_functions
+    }
+    function_saves.update(
+        (name, probe_inplace_function(getattr(F, name), inplace=True)) for name in inplace_functionals
+    )
+    return module_saves, dict(sorted(function_saves.items()))
+
+
 # ---------------------------------------------------------------- torch namespace
 
 
@@ -786,6 +879,10 @@ def build_tables(log: Callable[[str], None] = lambda message: None) -> dict[str,
         inplace_methods, inplace_view_methods = derive_inplace_methods()
         inplace_functionals, inplace_modules = derive_inplace_kwargs()
         modules, modules_not_probed = derive_modules()
+        inplace_functions = derive_inplace_functions()
+        inplace_module_saves, inplace_function_saves = derive_inplace_saves(
+            inplace_functions, inplace_functionals, inplace_modules
+        )
         tables = {
             "torch_version": torch.__version__.split("+")[0],
             "regenerate": REGENERATE,
@@ -794,11 +891,13 @@ def build_tables(log: Callable[[str], None] = lambda message: None) -> dict[str,
             "inplace_view_methods": inplace_view_methods,
             **derive_views(),
             "view_attributes": derive_view_attributes(),
-            "inplace_functions": derive_inplace_functions(),
+            "inplace_functions": inplace_functions,
             "inplace_kwarg_functionals": inplace_functionals,
             "inplace_modules": inplace_modules,
             "modules": modules,
             "modules_not_probed": modules_not_probed,
+            "inplace_module_saves": inplace_module_saves,
+            "inplace_function_saves": inplace_function_saves,
             "out_functions": derive_out_functions(),
             "tensor_functions": derive_tensor_functions(),
         }

@@ -128,3 +128,27 @@ def test_views(committed, torch):
 def test_namespace_tables(committed):
     assert {"add", "mul", "matmul"} <= set(committed["out_functions"])
     assert {"zeros", "ones", "tensor", "arange", "randn", "matmul"} <= set(committed["tensor_functions"])
+
+
+@pytest.mark.parametrize(("name", "saves"), [("ELU", ["result"]), ("Hardswish", []), ("ReLU", ["result"])])
+def test_inplace_modules_save_what_backward_checks(committed, torch, name, saves):
+    """In place, ELU saves the tensor it overwrote (out of place: its input); Hardswish a clone."""
+    assert committed["inplace_module_saves"][name] == saves
+    x = torch.rand(2, 4, requires_grad=True)
+    y = getattr(torch.nn, name)(inplace=True)(x * 1)
+    y.mul_(2)
+    if saves:
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
+    else:
+        y.sum().backward()
+
+
+def test_inplace_function_saves(committed):
+    saves = committed["inplace_function_saves"]
+    assert saves["relu_"] == saves["elu_"] == saves["leaky_relu_"] == ["result"]
+    assert saves["hardtanh_"] == saves["sin_"] == []
+    assert saves["elu"] == saves["relu"] == ["result"]  # F.elu(x, inplace=True)
+    assert saves["hardswish"] == saves["silu"] == []
+    assert set(saves) == set(committed["inplace_functions"]) | set(committed["inplace_kwarg_functionals"])
+    assert set(committed["inplace_module_saves"]) == set(committed["inplace_modules"])
