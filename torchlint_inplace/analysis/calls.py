@@ -94,7 +94,11 @@ class CallEvaluator:
             # torch.relu_(x), F.relu(x, inplace=True): rewrites its input
             target = args[0] if args and is_tensor(args[0]) else tensors[0]
             self.write(Form.INPLACE_ACTIVATION, call, first, target, state, f"`{label}(...)` rewrites", hidden_from_reader=True)
-            self.record_op(twin or short, label, {"self": target}, target, call, state, {}, only=lambda saved: saved == "result")
+            saved = self.facts.inplace_function_saves.get(short)
+            if saved is None:  # not probed: fall back to what the out-of-place twin saves
+                self.record_op(twin or short, label, {"self": target}, target, call, state, {}, only=lambda kind: kind == "result")
+            elif "result" in saved and self.grad_enabled and target.grad > Grad.NO:
+                state.add_save(target, SaveRecord(label, "its result", call, certain=target.grad > Grad.UNKNOWN))
             return target
         out = next((value for arg, value in zip(call.args, args) if keyword_of(arg) == "out"), None)
         if is_tensor(out):
@@ -175,17 +179,20 @@ class CallEvaluator:
             return NOT_TENSOR
         label = self.ctx.code_of(call.func) + f" ({module.kind})"
         saves = self.facts.module_saves.get(module.kind, frozenset())
-        if module.inplace:
+        writes = module.inplace and self.facts.inplace_module_saves.get(module.kind, saves) is not None
+        if writes:
+            # In place, what is saved differs: ELU keeps the tensor it overwrote, Hardswish a copy.
+            saves = self.facts.inplace_module_saves.get(module.kind) or frozenset()
             first = call.args[0].value if call.args else call
             self.write(Form.INPLACE_ACTIVATION, call, first, value, state, f"`{label}` with inplace=True rewrites", hidden_from_reader=True)
             result = value
-        else:
+        else:  # out of place, or an inplace flag the module ignores (AlphaDropout)
             # A module that saves its input does so for its own weights: its output requires grad.
             result = self.new_tensor([value], grad=Grad.MAYBE if "input" in saves and self.grad_enabled else None)
         if self.autocast is not None:
             result = Val(result.storages, result.grad, result.origin, dtype=self.autocast)
         if self.grad_enabled:
-            if "input" in saves and not module.inplace:
+            if "input" in saves and not writes:
                 # Saved for the module's own weight gradient, whatever the input is. (In place,
                 # autograd saves a copy of the input it is about to overwrite.)
                 argument = self.ctx.code_of(call.args[0].value) if call.args else "its input"

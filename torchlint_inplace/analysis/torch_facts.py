@@ -36,6 +36,9 @@ class TorchFacts:
     inplace_kwarg_functionals: dict[str, int]
     inplace_modules: dict[str, int]
     module_saves: dict[str, frozenset[str]]
+    # In place the saves differ; None: the probe saw no write (the flag is ignored) or could not run
+    inplace_module_saves: dict[str, frozenset[str] | None]
+    inplace_function_saves: dict[str, frozenset[str] | None]
     out_functions: frozenset[str]
     tensor_functions: frozenset[str]
 
@@ -60,9 +63,15 @@ def _load(text: str) -> TorchFacts:
         inplace_kwarg_functionals=data["inplace_kwarg_functionals"],
         inplace_modules=data["inplace_modules"],
         module_saves={name: frozenset(entry["saves"]) for name, entry in data["modules"].items()},
+        inplace_module_saves=_optional_sets(data["inplace_module_saves"]),
+        inplace_function_saves=_optional_sets(data["inplace_function_saves"]),
         out_functions=frozenset(data["out_functions"]),
         tensor_functions=frozenset(data["tensor_functions"]),
     )
+
+
+def _optional_sets(table: dict[str, list[str] | None]) -> dict[str, frozenset[str] | None]:
+    return {name: None if saves is None else frozenset(saves) for name, saves in table.items()}
 
 
 @cache
