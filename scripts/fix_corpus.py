@@ -44,13 +44,14 @@ def compiles(path: Path) -> bool:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("corpus", nargs="?", type=Path, help="directory to copy and fix (default: the installed torch)")
+    parser.add_argument("--preview", action="store_true", help="also fix the findings only --preview reports (more fixes exercised)")
     args = parser.parse_args()
     corpus = (args.corpus or torch_sources()).resolve()
     with tempfile.TemporaryDirectory() as temporary:
         copy = Path(temporary) / corpus.name
         shutil.copytree(corpus, copy, ignore=shutil.ignore_patterns("*.so", "*.so.*", "*.a", "*.dylib", "*.pyc", "__pycache__"))
         originals = {path: compiles(path) for path in copy.rglob("*.py")}
-        command = [sys.executable, "-m", "torchlint_inplace", "--fix", "--unsafe-fixes", "--show-fixes", "--isolated", "--format", "concise", "--quiet", copy.name]
+        command = [sys.executable, "-m", "torchlint_inplace", "--fix", "--unsafe-fixes", "--show-fixes", "--isolated", "--format", "concise", "--quiet", *(["--preview"] if args.preview else []), copy.name]
         started = time.perf_counter()
         result = subprocess.run(command, cwd=copy.parent, capture_output=True, text=True)  # not inside: its modules would shadow the stdlib
         elapsed = time.perf_counter() - started
