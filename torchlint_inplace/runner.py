@@ -73,10 +73,13 @@ def analyze_source(
         verdict = prepass.verdict(path, text)
         if verdict.skippable:
             return SourceAnalysis([], verdict.dependencies)
+    rejected = _python_syntax_error(path, text)
+    if rejected is not None:
+        return SourceAnalysis([rejected])
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as error:
-        return SourceAnalysis([_syntax_error(path, text, error)])
+        return SourceAnalysis([not_checked(path, f"cannot parse: {error.message}", error.raw_line, error.raw_column)])
     suppressions = noqa.parse(text)
     if suppressions.whole_file:
         return SourceAnalysis([])
@@ -96,17 +99,21 @@ def _prepass_applies(select: frozenset[str] | None) -> bool:
     )
 
 
-def _syntax_error(path: str, text: str, error: cst.ParserSyntaxError) -> Finding:
-    """Python's own compiler words syntax errors better and places them more precisely than
-    LibCST, so its message is preferred; LibCST's stands when Python accepts the file."""
+def _python_syntax_error(path: str, text: str) -> Finding | None:
+    """Python's own verdict, asked before LibCST's: its messages are worded and placed better,
+    and LibCST's native parser overflows the C stack (a segfault no `except` catches) on the
+    bracket nesting Python refuses ("too many nested parentheses"). LibCST's account stands
+    only for files Python accepts."""
     try:
         compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
-    except SyntaxError as python_error:
-        column = max((python_error.offset or 1) - 1, 0)
-        return not_checked(path, f"syntax error: {python_error.msg}", python_error.lineno or 1, column)
-    except (ValueError, RecursionError, MemoryError):
-        pass  # null bytes, absurd nesting: fall back to LibCST's account
-    return not_checked(path, f"cannot parse: {error.message}", error.raw_line, error.raw_column)
+    except SyntaxError as error:
+        return not_checked(path, f"syntax error: {error.msg}", error.lineno or 1, max((error.offset or 1) - 1, 0))
+    except (RecursionError, MemoryError):
+        return not_checked(path, "too deeply nested for Python to parse")
+    except ValueError as error:  # null bytes, before Python 3.12 made them a SyntaxError
+        line = text.count("\n", 0, max(text.find("\0"), 0)) + 1
+        return not_checked(path, f"cannot parse: {error}", line)
+    return None
 
 
 def _ignored_codes(path: Path, settings: Settings) -> frozenset[str]:
