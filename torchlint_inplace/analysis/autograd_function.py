@@ -65,6 +65,7 @@ class FunctionContract:
         inputs = self.input_storages()
         for write in self.writes:
             if write.saved_before is not None:
+                kind = "saved-then-written"
                 line = self.ctx.span_of(write.saved_before).start.line
                 hazard = Hazard(
                     f"`ctx.save_for_backward` at line {line} saved it, so backward() reads the modified values (wrong gradients, or an error)",
@@ -72,6 +73,7 @@ class FunctionContract:
                     help="save a `.clone()`, or save the output instead of the input",
                 )
             elif write.storages & inputs and not write.storages & dirty:
+                kind = "unmarked-write"
                 returning = next((node for node, storages in self.returns if storages & write.storages), None)
                 where = f"returns it at line {self._line(returning)}" if returning is not None else f"(line {self._line(write.site.node)}) keeps it"
                 hazard = Hazard(
@@ -81,21 +83,22 @@ class FunctionContract:
                 )
             else:
                 continue
-            found.append(self._mutation(write.site.node, f"{write.action} `{write.written}` in place", hazard))
+            found.append(self._mutation(write.site.node, f"{write.action} `{write.written}` in place", hazard, kind))
         written = frozenset().union(*(write.storages for write in self.writes)) if self.writes else frozenset()
         for call, text, storages in self.dirty:
             if not storages & written or not storages & returned:
                 missing = "neither written nor returned" if not storages & (written | returned) else ("not written" if not storages & written else "not returned")
+                kind = {"neither written nor returned": "dirty-neither", "not written": "dirty-not-written", "not returned": "dirty-not-returned"}[missing]
                 ends = ", ".join(f"line {self._line(node)}" for node, _ in self.returns) or "nowhere"
                 hazard = Hazard(
                     f"`{text}` is {missing} by `forward` (it returns at {ends}); autograd's view of it is now wrong (torch raises at once when a dirty tensor is not returned)",
                     "raises now" if not storages & returned else "wrong gradient bookkeeping",
                     help="only mark tensors `forward` writes in place and returns",
                 )
-                found.append(self._mutation(call, f"`ctx.mark_dirty({text})` marks a tensor", hazard))
+                found.append(self._mutation(call, f"`ctx.mark_dirty({text})` marks a tensor", hazard, kind))
         return found
 
-    def _mutation(self, node: cst.CSTNode, action: str, hazard: Hazard) -> Mutation:
+    def _mutation(self, node: cst.CSTNode, action: str, hazard: Hazard, kind: str) -> Mutation:
         return Mutation(
             form=Form.AUTOGRAD_FUNCTION,
             node=node,
@@ -103,4 +106,5 @@ class FunctionContract:
             message=message(action, hazard),
             consequence=hazard.consequence,
             help=hazard.help,
+            kind=kind,
         )

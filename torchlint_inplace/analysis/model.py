@@ -46,6 +46,9 @@ class Mutation:
     # rebinding it cannot change what any other reader or caller observes (a safe fix).
     target: cst.CSTNode | None = field(default=None, compare=False, hash=False)
     exclusive: bool = False
+    # Which breach of a custom Function's contract (TIP005): "unmarked-write", "saved-then-written",
+    # "dirty-not-written", "dirty-not-returned", "dirty-neither"; empty for other forms.
+    kind: str = ""
 
 
 @dataclass

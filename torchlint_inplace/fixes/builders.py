@@ -281,7 +281,7 @@ def autograd_function(mutation: Mutation, index: SourceIndex) -> Fix | None:
     node = mutation.node
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "mark_dirty":
         statement = index.statement_of(node)
-        if statement is None or "neither written nor returned" not in mutation.message:
+        if statement is None or mutation.kind != "dirty-neither":
             return None
         return _fix(f"Remove `{index.code(node)}`", [index.delete(statement)], _SAFE)
     found = _function_and_parameter(node, index)
