@@ -1,5 +1,6 @@
 """A cheap pre-pass with Python's `ast` that proves a file cannot produce a finding, so LibCST
-never parses it (Python's parser is about 10x faster than LibCST's).
+never parses it (Python's parser is about 6x faster than LibCST's: 1.5 s against 9.7 s of CPU
+for timm's 126 kLOC). It skips 59% of torch's own files and 42% of timm's.
 
 Soundness is argued from how `analysis.interpreter` reaches a `Mutation`; every path there goes
 through one of these, and the pre-pass keeps any file where one of them might fire:
