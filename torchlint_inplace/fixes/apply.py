@@ -11,8 +11,10 @@ its encoding, BOM, newlines and permissions as they were.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 import tempfile
 import warnings
 from collections.abc import Callable, Sequence
@@ -143,8 +145,11 @@ def encode(source: SourceFile, text: str) -> bytes:
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    """Replaces `path` by a file holding `data`, with the same permissions, in one rename."""
+    """Replaces `path` by a file holding `data`, with the same permissions, in one rename.
+    A file nobody may write is refused: a rename would replace it regardless of its mode."""
     mode = os.stat(path).st_mode & 0o7777
+    if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+        raise PermissionError(errno.EACCES, "the file is read-only", str(path))
     descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(descriptor, "wb") as stream:

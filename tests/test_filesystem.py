@@ -1,0 +1,204 @@
+"""The file system misbehaving under a whole run: symlink loops, unreadable files and
+directories, files deleted mid-run, odd names, files that cannot be written, a full disk.
+
+Each case goes through the command (in-process, one job) and asserts that the run finishes
+with a clear per-file message, checks the other files, and never loses or half-writes a file.
+We run as root in CI, where permission bits do not stop reads or writes, so permission errors
+are simulated by making the call fail; the real-permission test runs only where they bite.
+"""
+
+from __future__ import annotations
+
+import builtins
+import errno
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from torchlint_inplace import cli
+from torchlint_inplace.fixes import apply
+
+# `h` is a local nobody else reads: its fix (`h = h.mul(2)`) is safe and applied by --fix.
+HAZARD = """\
+import torch
+from torch import nn
+
+
+class M(nn.Module):
+    def forward(self, x):
+        h = torch.sigmoid(x)
+        h.mul_(2)
+        return h
+"""
+FIXED_LINE = "        h = h.mul(2)\n"
+
+
+def lint(*args: str | Path) -> Result:
+    return CliRunner().invoke(cli.main, ["--isolated", "--no-cache", "--jobs", "1", "--format", "json", *map(str, args)])
+
+
+def findings(result: Result) -> list[dict]:
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert "Traceback" not in result.output
+    return json.loads(result.stdout)["findings"]
+
+
+def codes_by_file(result: Result) -> dict[str, list[str]]:
+    by_file: dict[str, list[str]] = {}
+    for finding in findings(result):
+        by_file.setdefault(Path(finding["filename"]).name, []).append(finding["code"])
+    return by_file
+
+
+@pytest.fixture
+def hazard(tmp_path: Path) -> Path:
+    path = tmp_path / "model.py"
+    path.write_text(HAZARD)
+    return path
+
+
+def test_symlink_loops_end_and_the_real_file_is_checked(tmp_path: Path, hazard: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "up").symlink_to(tmp_path, target_is_directory=True)
+    (tmp_path / "a.py").symlink_to(tmp_path / "b.py")
+    (tmp_path / "b.py").symlink_to(tmp_path / "a.py")
+    result = lint(tmp_path)
+    assert result.exit_code == 1
+    assert codes_by_file(result) == {"model.py": ["TIP001"]}  # once, not once per loop turn
+
+
+def test_a_named_symlink_loop_is_a_per_file_error(tmp_path: Path, hazard: Path) -> None:
+    (tmp_path / "a.py").symlink_to(tmp_path / "b.py")
+    (tmp_path / "b.py").symlink_to(tmp_path / "a.py")
+    result = lint(tmp_path / "a.py", hazard)
+    by_message = {Path(f["filename"]).name: f["message"] for f in findings(result)}
+    assert result.exit_code == 1
+    assert "symbolic links" in by_message["a.py"] and by_message["model.py"].startswith("`h.mul_()`")
+
+
+def _deny(monkeypatch: pytest.MonkeyPatch, module, name: str, denied: Path) -> None:
+    """Makes `module.name(path, ...)` raise PermissionError for `denied`, as for a non-root user."""
+    original = getattr(module, name) if hasattr(module, name) else getattr(builtins, name)
+
+    def guarded(path, *args, **kwargs):
+        if Path(path) == denied:
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return original(path, *args, **kwargs)
+
+    monkeypatch.setattr(module, name, guarded, raising=False)
+
+
+def test_unreadable_file_is_reported_and_the_rest_checked(tmp_path: Path, hazard: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = tmp_path / "secret.py"
+    secret.write_text(HAZARD)
+    from torchlint_inplace import source
+
+    _deny(monkeypatch, source, "open", secret)  # source.read's open(); builtins stay untouched
+    result = lint(tmp_path)
+    messages = {Path(f["filename"]).name: f["message"] for f in findings(result)}
+    assert result.exit_code == 1
+    assert messages["secret.py"] == "cannot read file: permission denied"
+    assert "model.py" in messages
+
+
+@pytest.mark.skipif(os.access("/", os.W_OK) and os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_really_unreadable_file(tmp_path: Path, hazard: Path) -> None:
+    hazard.chmod(0)
+    try:
+        assert [f["message"] for f in findings(lint(hazard))] == ["cannot read file: permission denied"]
+    finally:
+        hazard.chmod(0o644)
+
+
+def test_unreadable_directory_does_not_stop_the_run(tmp_path: Path, hazard: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (locked / "inner.py").write_text(HAZARD)
+    _deny(monkeypatch, os, "scandir", locked)
+    result = lint(tmp_path)
+    assert result.exit_code == 1
+    assert codes_by_file(result) == {"model.py": ["TIP001"]}
+
+
+def test_file_deleted_after_discovery_is_a_per_file_error(tmp_path: Path, hazard: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gone = tmp_path / "gone.py"
+    monkeypatch.setattr(cli, "discover", lambda paths, settings: (gone, hazard))
+    result = lint(tmp_path)
+    messages = {Path(f["filename"]).name: f["message"] for f in findings(result)}
+    assert result.exit_code == 1
+    assert messages["gone.py"] == "no such file or directory" and "model.py" in messages
+
+
+def test_file_deleted_between_check_and_fix_is_not_recreated(hazard: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fix_results = cli.fix_results
+
+    def delete_first(results, settings, unsafe):
+        hazard.unlink()
+        return fix_results(results, settings, unsafe)
+
+    monkeypatch.setattr(cli, "fix_results", delete_first)
+    result = lint("--fix", hazard)
+    assert result.exit_code == 1 and [f["code"] for f in findings(result)] == ["TIP001"]
+    assert not hazard.exists()
+
+
+def test_spaces_and_non_ascii_names_are_checked_and_fixed(tmp_path: Path) -> None:
+    directory = tmp_path / "my models" / "módulos ünïcode"
+    directory.mkdir(parents=True)
+    path = directory / "réseau neuronal 模型.py"
+    path.write_text(HAZARD, encoding="utf-8")
+    assert [Path(f["filename"]).name for f in findings(lint(tmp_path))] == [path.name]
+    assert lint("--fix", tmp_path).exit_code == 0
+    assert FIXED_LINE in path.read_text(encoding="utf-8")
+
+
+def _no_temporary_files(directory: Path) -> bool:
+    return not [name for name in os.listdir(directory) if name.endswith(".tmp")]
+
+
+def test_read_only_file_is_not_rewritten(hazard: Path) -> None:
+    hazard.chmod(0o444)
+    result = lint("--fix", hazard)
+    assert result.exit_code == 1
+    assert "cannot write the fixes to" in result.stderr and "read-only" in result.stderr
+    assert hazard.read_text() == HAZARD and _no_temporary_files(hazard.parent)
+
+
+def test_permission_denied_on_replace_keeps_the_original(hazard: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def denied(source, target):
+        raise PermissionError(errno.EACCES, "Permission denied", str(target))
+
+    monkeypatch.setattr(apply.os, "replace", denied)
+    result = lint("--fix", hazard)
+    assert result.exit_code == 1 and [f["code"] for f in findings(result)] == ["TIP001"]  # still there: not fixed
+    assert "cannot write the fixes to" in result.stderr and "Permission denied" in result.stderr
+    assert hazard.read_text() == HAZARD and _no_temporary_files(hazard.parent)
+
+
+def test_full_disk_during_the_write_leaves_nothing_half_written(hazard: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fdopen = os.fdopen
+
+    class FullDisk:
+        """A stream that writes half of what it is given, then runs out of space."""
+
+        def __init__(self, descriptor, mode):
+            self.stream = fdopen(descriptor, mode)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.stream.close()
+
+        def write(self, data):
+            self.stream.write(data[: len(data) // 2])
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(apply.os, "fdopen", FullDisk)
+    result = lint("--fix", hazard)
+    assert result.exit_code == 1
+    assert "No space left on device" in result.stderr
+    assert hazard.read_text() == HAZARD and _no_temporary_files(hazard.parent)
