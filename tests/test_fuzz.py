@@ -121,9 +121,8 @@ def random_bytes(rng: random.Random, data: bytes) -> bytes:
     return bytes(out)
 
 
-# Expression chains deeper than this crash the analysis (see the xfail regressions below):
-# raise it to 3000 once they pass.
-ANALYSED_CHAIN_DEPTH = 400
+# Expression chains as deep as the other shapes: the analysis handles them (see the regressions).
+ANALYSED_CHAIN_DEPTH = 3000
 
 
 def deep_nesting(rng: random.Random, data: bytes) -> bytes:
@@ -241,10 +240,10 @@ REGRESSIONS = [
     pytest.param(b"y = " + b"f(" * 3000 + b"x" + b")" * 3000 + b"\n", id="segfault-nested-calls"),
     pytest.param(b"y = " + b"[" * 3000 + b"]" * 3000 + b"\n", id="segfault-nested-lists"),
     pytest.param(b"y = " + b"lambda: " * 4000 + b"x\n", id="segfault-nested-lambdas"),
-    # The analysis recurses once per link of a chain Python compiles fine.
-    pytest.param(b"y = x" + b" + x" * 500 + b"\n", id="recursion-binary-chain", marks=pytest.mark.xfail(strict=True, reason="analysis: RecursionError in interpreter.eval_binary (lead)")),
-    pytest.param(b"y = x" + b".relu()" * 500 + b"\n", id="recursion-method-chain", marks=pytest.mark.xfail(strict=True, reason="analysis: RecursionError in imports.dotted via calls.eval_call (lead)")),
-    pytest.param(b"y = x" + b".a" * 500 + b"\n", id="recursion-attribute-chain", marks=pytest.mark.xfail(strict=True, reason="analysis: RecursionError in imports.dotted (lead)")),
+    # The analysis recursed once per link of a chain Python compiles fine (fixed).
+    pytest.param(b"y = x" + b" + x" * 500 + b"\n", id="recursion-binary-chain"),
+    pytest.param(b"y = x" + b".relu()" * 500 + b"\n", id="recursion-method-chain"),
+    pytest.param(b"y = x" + b".a" * 500 + b"\n", id="recursion-attribute-chain"),
 ]
 
 

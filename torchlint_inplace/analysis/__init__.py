@@ -8,6 +8,8 @@ through a `Project` shared by the whole run.
 
 from __future__ import annotations
 
+import sys
+
 import libcst as cst
 
 from .interpreter import FunctionInterpreter
@@ -31,11 +33,26 @@ def analyze(module: cst.Module, path: str, project: Project | None = None, previ
     return FileAnalysis(path, module, mutations, preview, dependencies, frozenset(project.scanned_roots))
 
 
+# The interpreter recurses once per link of an expression chain (`x + x + ...`, `x.a.b...`).
+# Python 3.11 does not spend C stack on Python-to-Python calls, so a higher limit is safe; a
+# body nested deeper still is skipped rather than failing the whole file.
+_RECURSION_LIMIT = 20_000
+
+
 def _interpret(project: Project, ctx: FileContext, sink: dict[tuple, Mutation], report: FileContext) -> None:
-    for func, cls in ctx.bodies:
-        FunctionInterpreter(project, ctx, cls, sink, report=report).run_function(func)
     top_level = [statement for statement in ctx.module.body if not isinstance(statement, (cst.FunctionDef, cst.ClassDef))]
-    FunctionInterpreter(project, ctx, None, sink, report=report).run_statements(top_level)
+    runs = [(lambda func=func, cls=cls: FunctionInterpreter(project, ctx, cls, sink, report=report).run_function(func)) for func, cls in ctx.bodies]
+    runs.append(lambda: FunctionInterpreter(project, ctx, None, sink, report=report).run_statements(top_level))
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))
+    try:
+        for run in runs:
+            try:
+                run()
+            except RecursionError:
+                continue  # pathologically deep expressions: this body yields no findings
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 __all__ = ["FileAnalysis", "Form", "Mutation", "Project", "analyze"]

@@ -20,12 +20,14 @@ _CANONICAL_PREFIXES = (
 
 def dotted(expr: cst.BaseExpression) -> str | None:
     """`a.b.c` as a string, or None for anything that is not a plain attribute chain."""
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Attribute):
-        head = dotted(expr.value)
-        return None if head is None else f"{head}.{expr.attr.value}"
-    return None
+    parts = []
+    while isinstance(expr, cst.Attribute):  # a loop, not recursion: chains can be thousands long
+        parts.append(expr.attr.value)
+        expr = expr.value
+    if not isinstance(expr, cst.Name):
+        return None
+    parts.append(expr.value)
+    return ".".join(reversed(parts))
 
 
 def _module_name(node: cst.BaseExpression) -> str:
