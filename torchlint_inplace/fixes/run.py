@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+import click
+
 from .. import analysis
 from ..config import Settings
 from ..runner import FileResult, lint_text
@@ -23,7 +25,11 @@ def fix_results(results: Sequence[FileResult], settings: Settings, unsafe: bool)
     fixes = []
     for result in results:
         path = Path(result.path)
-        fixed = fix_file(path, result.text, result.findings, lambda text, path=path: lint_text(path, text, settings, project), unsafe)
+        try:
+            fixed = fix_file(path, result.text, result.findings, lambda text, path=path: lint_text(path, text, settings, project), unsafe)
+        except Exception as error:  # a bug of ours while relinting one file: leave it as it is
+            click.echo(f"warning: {path}: not fixed, internal error while relinting it ({type(error).__name__}: {error})", err=True)
+            continue
         if fixed is not None and (fixed.changed or fixed.result.rejected):
             fixes.append(fixed)
     return fixes
