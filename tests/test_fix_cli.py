@@ -108,3 +108,28 @@ def test_fixed_file_keeps_encoding_bom_newlines_and_permissions(tmp_path: Path) 
     assert stat.S_IMODE(os.stat(bom).st_mode) == 0o751
     assert sorted(path.name for path in tmp_path.glob("*.py")) == ["bom.py", "latin.py"]
     assert not list(tmp_path.glob(".*.tmp"))  # no temporary file left behind
+
+
+def test_a_file_whose_relint_fails_is_left_unfixed_and_the_run_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from torchlint_inplace import cli
+    from torchlint_inplace.fixes import run as fix_run
+
+    broken, fine = tmp_path / "broken.py", tmp_path / "fine.py"
+    broken.write_text(MODEL)
+    fine.write_text(MODEL)
+    real = fix_run.lint_text
+
+    def lint_text(path, text, settings, project):
+        if Path(path).name == "broken.py":
+            raise KeyError("boom")
+        return real(path, text, settings, project)
+
+    monkeypatch.setattr(fix_run, "lint_text", lint_text)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli.main, ["--isolated", "--fix", "--format", "concise", "broken.py", "fine.py"])
+    assert result.exit_code == 1, result.output
+    assert "broken.py: not fixed, internal error while relinting it (KeyError" in result.stderr
+    assert broken.read_text() == MODEL
+    assert SAFE_FIXED in fine.read_text()
