@@ -17,7 +17,7 @@ from .model import Form
 from .project import FileContext
 from .summaries import Summary
 from .hazards import step_hazard
-from .syntax import is_self, keyword_of, literal, root_name
+from .syntax import is_self, keyword_of, literal, names_read
 from .values import NOT_TENSOR, Grad, ModuleRef, SaveRecord, Site, State, Val, Value, fresh_storage, is_tensor
 from .vocabulary import NON_CONTIGUOUS_VIEWS, NON_TENSOR_METHODS, SAFE_INPLACE_PREFIXES
 
@@ -225,7 +225,7 @@ class CallEvaluator:
                 self.write(Form.INPLACE_ACTIVATION, call, argument or call, value, state, f"`{label}(...)` applies an inplace activation that rewrites", hidden_from_reader=True)
             else:
                 # `helper(x)` as a statement is called to update `x`: reading `x` afterwards is intended.
-                intended = {root_name(argument)} if argument is not None and call is self.discarded else set()
+                intended = names_read(argument) if argument is not None and call is self.discarded else set()
                 action = write.action if write.action.endswith(_CALLERS) else f"{write.action}{_CALLERS}"
                 outer, self.grad_enabled = self.grad_enabled, self.grad_enabled and write.grad_enabled
                 self.write(Form.ARGUMENT, call, argument or call, value, state, action, True, write.site, intended)

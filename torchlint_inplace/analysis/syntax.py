@@ -21,11 +21,17 @@ def is_self(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "self"
 
 
-def root_name(expr: cst.BaseExpression) -> str | None:
-    """The name a view expression hangs from: `patches[i]` -> patches, `self.buf[:, 0]` -> self.buf."""
-    while isinstance(expr, cst.Subscript):
-        expr = expr.value
-    return dotted(expr)
+def names_read(expr: cst.BaseExpression) -> set[str]:
+    """Every name and attribute chain an expression reads: `view_as_real(r) if c else r` -> {r, c, ...}."""
+    found: set[str] = set()
+    stack: list[cst.CSTNode] = [expr]
+    while stack:
+        node = stack.pop()
+        name = dotted(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
+        if name is not None:
+            found.add(name)
+        stack.extend(node.children)
+    return found
 
 
 def string_index(expr: cst.Subscript) -> bool:
