@@ -18,7 +18,7 @@ from .project import FileContext
 from .summaries import Summary
 from .hazards import step_hazard
 from .syntax import is_self, keyword_of, literal, names_read
-from .values import NOT_TENSOR, Grad, ModuleRef, SaveRecord, Site, State, Val, Value, fresh_storage, is_tensor
+from .values import NOT_TENSOR, Grad, ModuleRef, SaveRecord, Site, State, Val, Value, fresh_storage, grad_of, is_tensor
 from .vocabulary import NON_CONTIGUOUS_VIEWS, NON_TENSOR_METHODS, SAFE_INPLACE_PREFIXES
 
 _DTYPE_METHODS = {"float": "float32", "double": "float64", "half": "float16", "bfloat16": "bfloat16"}
@@ -231,11 +231,13 @@ class CallEvaluator:
                 self.write(Form.ARGUMENT, call, argument or call, value, state, action, True, write.site, intended)
                 self.grad_enabled = outer
         if self.grad_enabled:
+            graph_args = max((grad_of(value) for value in bound.values()), default=Grad.NO) > Grad.UNKNOWN
             for index, records in summary.saves.items():
                 value = bound.get(index)
                 if is_tensor(value) and records:
                     inner = min(records, key=lambda record: record.order)
-                    state.add_save(value, SaveRecord(f"{label} (its `{inner.op}`)", _argument_text(self.ctx, summary, call, index), call))
+                    certain = graph_args or any(record.certain for record in records)
+                    state.add_save(value, SaveRecord(f"{label} (its `{inner.op}`)", _argument_text(self.ctx, summary, call, index), call, certain))
         returned = [bound[index] for index in summary.returns if is_tensor(bound.get(index))]
         if returned:
             return returned[0].view()
@@ -244,7 +246,8 @@ class CallEvaluator:
         result = self.opaque_result(args)
         if is_tensor(result) and summary.result_saves and self.grad_enabled:
             inner = min(summary.result_saves, key=lambda record: record.order)
-            state.add_save(result, SaveRecord(f"{label} (its `{inner.op}`)", "its result", call))
+            certain = result.grad > Grad.UNKNOWN or any(record.certain for record in summary.result_saves)
+            state.add_save(result, SaveRecord(f"{label} (its `{inner.op}`)", "its result", call, certain))
         return result
 
     def returned_item(self, bound: dict[int, Value], aliases: frozenset[int], args: list[Value]) -> Value:

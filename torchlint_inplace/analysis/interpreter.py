@@ -633,7 +633,9 @@ def summarize(project: Project, ctx: FileContext, func: cst.FunctionDef, cls: Cl
         params = params[1:]
     elif cls is not None and cls.is_autograd_function and params:
         params = params[1:]  # ctx
-    symbolic = {param.name.value: Val(fresh_storage(), Grad.MAYBE) for param in params}
+    # Unknown grad: a save that needs an argument to require grad stays uncertain in the summary,
+    # and the call site decides from what it passes; saves for the callee's own weights stay certain.
+    symbolic = {param.name.value: Val(fresh_storage(), Grad.UNKNOWN) for param in params}
     recorder = SummaryRecorder({name: value.storages for name, value in symbolic.items()})
     interpreter = FunctionInterpreter(project, ctx, cls, {}, recorder)
     interpreter.run_function(func, symbolic)
