@@ -7,7 +7,7 @@ own callees and the callee's summary for project code.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import libcst as cst
 
@@ -278,48 +278,28 @@ class CallEvaluator:
     def bind(self, op: str, call: cst.Call, args: list[Value], skip: int = 0) -> dict[str, Value]:
         """Arguments by parameter name; `skip` drops leading parameters taken by the receiver."""
         facts = self.facts.ops.get(op)
-        params = list(facts.params[skip:]) if facts is not None else []
-        bound: dict[str, Value] = {}
-        positional = iter(params)
-        for arg, value in zip(call.args, args):
-            name_given = keyword_of(arg)
-            if name_given is not None:
-                bound[name_given] = value
-            elif not arg.star:
-                name = next(positional, None)
-                if name is not None:
-                    bound[name] = value
-        return bound
+        params = facts.params[skip:] if facts is not None else ()
+        return {name: args[position] for name, position in _matched(call, params)}
+
+
+def _matched(call: cst.Call, params: Sequence[str]) -> Iterator[tuple[str, int]]:
+    """(parameter name, index in `call.args`) of each argument: keywords by their name,
+    positionals in order; `*args`/`**kwargs` and surplus positionals match nothing."""
+    positional = iter(params)
+    for position, arg in enumerate(call.args):
+        name = keyword_of(arg) or (next(positional, None) if not arg.star else None)
+        if name is not None:
+            yield name, position
 
 
 def _bind_summary(summary: Summary, call: cst.Call, args: list[Value]) -> dict[int, Value]:
     names = list(summary.params)
-    bound: dict[int, Value] = {}
-    position = 0
-    for arg, value in zip(call.args, args):
-        name_given = keyword_of(arg)
-        if name_given is not None:
-            if name_given in names:
-                bound[names.index(name_given)] = value
-        elif not arg.star:
-            bound[position] = value
-            position += 1
-    return bound
+    return {names.index(name): args[position] for name, position in _matched(call, names) if name in names}
 
 
 def _argument_expr(summary: Summary, call: cst.Call, index: int) -> cst.BaseExpression | None:
-    name = summary.params[index] if index < len(summary.params) else None
-    position = 0
-    for arg in call.args:
-        name_given = keyword_of(arg)
-        if name_given is not None:
-            if name_given == name:
-                return arg.value
-        elif not arg.star:
-            if position == index:
-                return arg.value
-            position += 1
-    return None
+    wanted = summary.params[index] if index < len(summary.params) else None
+    return next((call.args[position].value for name, position in _matched(call, summary.params) if name == wanted), None)
 
 
 def _argument_text(ctx: FileContext, summary: Summary, call: cst.Call, index: int) -> str:
@@ -328,13 +308,7 @@ def _argument_text(ctx: FileContext, summary: Summary, call: cst.Call, index: in
 
 
 def _argument_texts(ctx: FileContext, call: cst.Call, params: Sequence[str]) -> dict[str, str]:
-    texts: dict[str, str] = {}
-    positional = iter(params)
-    for arg in call.args:
-        name = keyword_of(arg) or (next(positional, None) if not arg.star else None)
-        if name is not None:
-            texts[name] = ctx.code_of(arg.value)
-    return texts
+    return {name: ctx.code_of(call.args[position].value) for name, position in _matched(call, params)}
 
 
 def _steps_an_optimizer(call: cst.Call) -> bool:
