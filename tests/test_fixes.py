@@ -114,6 +114,25 @@ def test_index_assignment_clones_on_its_own_line_or_before_it_on_a_shared_line()
     assert "    if flag: q = q.clone(); q[0] = 1.0\n" in fixed
 
 
+def test_index_assignment_saved_by_its_own_value_gets_no_fix() -> None:
+    # timm's fasternet: a clone before the statement would be saved and written alike, and
+    # each round inserted another one (found by scripts/corpus_check.py).
+    text = module("""
+        class Partial(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(2, 2, 3, 1, 1)
+
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                x = x.clone()
+                x[:, :2] = self.conv(x[:, :2])
+                return x
+    """)
+    findings = check_source(PATH, text)
+    assert [finding.code for finding in findings] == ["TIP002"] and findings[0].fix is None
+    assert fix_all(text) == text
+
+
 def test_inplace_module_is_built_out_of_place_and_functional_loses_the_flag() -> None:
     text = module("""
         class Block(nn.Module):

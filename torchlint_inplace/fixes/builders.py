@@ -137,12 +137,21 @@ def augmented_assignment(mutation: Mutation, index: SourceIndex) -> Fix | None:
 
 @_leaf
 def index_assignment(mutation: Mutation, index: SourceIndex) -> Fix | None:
-    """TIP002: `x[i] = v` -> `x = x.clone()` right before."""
+    """TIP002: `x[i] = v` -> `x = x.clone()` right before; no fix when `v` itself saved the
+    tensor (`x[:, :c] = conv(x[:, :c])`): it would save a view of the clone it then writes."""
     base = written_expression(mutation.node)
-    if base is None or not rebindable(base):
+    if base is None or not rebindable(base) or _saved_by_own_value(mutation, index):
         return None
     name = index.code(base)
     return _fix(f"Clone `{name}` before writing into it", [index.insert_before(mutation.node, f"{name} = {name}.clone()")], _applicability(mutation))
+
+
+def _saved_by_own_value(mutation: Mutation, index: SourceIndex) -> bool:
+    node = mutation.node
+    if not isinstance(node, (cst.Assign, cst.AugAssign)):
+        return False
+    value = index.span(node.value)
+    return any(value.start <= related.span.start and related.span.end <= value.end for related in mutation.related)
 
 
 @_leaf
