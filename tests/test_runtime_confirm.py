@@ -2,8 +2,9 @@
 
 One `confirm_files` call (one confirmation server) runs everything, so the file's cost is one
 torch import plus the runs: the fixtures' hazard lines (their label — raises or silent — comes
-from running the fixture's own drivers in this process), the fixtures' safe look-alikes, and
-small modules that misbehave in every way a sandbox must survive.
+from running the fixture's own drivers in this process), the fixtures' safe look-alikes, small
+modules that misbehave in every way a sandbox must survive, and a small package whose findings
+are judged against their fixes (the fixer's edits, a stand-in edit, no fix at all).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import ast
 import textwrap
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -29,7 +31,7 @@ from test_fixtures import (  # noqa: E402
     safe_lines,
 )
 
-from torchlint_inplace.diagnostics import Finding, Position, Severity, Span  # noqa: E402
+from torchlint_inplace.diagnostics import Applicability, Edit, Finding, Fix, Position, Severity, Span  # noqa: E402
 from torchlint_inplace.runner import check_source  # noqa: E402
 from torchlint_inplace.runtime.confirm import ConfirmOptions, confirm_files  # noqa: E402
 
@@ -44,6 +46,7 @@ UNPROVABLE = {
     "x.pow_(2)  # expect: TIP005": "silent TIP005 (saved, then mutated and marked dirty): no run-time fix to compare with",
 }
 SILENT_FORMS = frozenset({"TIP004", "TIP007", "TIP008"})
+CHANGES = "confirmed: changes results"
 
 
 def _finding(path: Path, line: int, code: str = "TIP001") -> Finding:
@@ -183,6 +186,76 @@ WRITTEN_LINES = {
 MODEL_LINES = {"benign": "        y.add_(1.0)", "unbuildable": "        x.mul_(2)", "configured": "        s.mul_(2)", "not reached": "            x.mul_(2)"}
 
 
+# A package whose findings are judged against their fixes: `model.py` imports a constant
+# relatively (so must its fixed copy), and the TIP007 helper's write shows only in `net.py`'s
+# caller (which must build the fixed copy's helper).
+FIX_PACKAGE = {
+    "__init__.py": '"""A package whose modules import each other relatively."""\n',
+    "constants.py": "SLOPE = 0.1\n",
+    "model.py": """
+        import torch
+        from torch import nn
+
+        from .constants import SLOPE
+
+
+        def scale_(x: torch.Tensor) -> torch.Tensor:
+            x.mul_(2.0)
+            return x
+
+
+        class Activated(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+                self.act = nn.LeakyReLU(SLOPE, inplace=True)
+
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                h = self.fc(x)
+                a = self.act(h)
+                return a + h
+        """,
+    "net.py": """
+        import torch
+        from torch import nn
+
+        from .model import scale_
+
+
+        class Net(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                h = self.fc(x)
+                s = scale_(h)
+                return s + h
+        """,
+}
+
+
+def _fix_jobs(project: Path) -> dict[str, Finding]:
+    """The package's findings as the linter reports them (with the fixer's fixes), and its
+    TIP004 finding twice more: with a fix that changes nothing, and with no fix at all."""
+    package = project / "pkg"
+    package.mkdir()
+    for name, text in FIX_PACKAGE.items():
+        (package / name).write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
+    model = package / "model.py"
+    found = {finding.code: finding for finding in check_source(str(model), model.read_text(encoding="utf-8"))}
+    assert set(found) == {"TIP004", "TIP007"} and all(finding.fix is not None for finding in found.values())
+    keyword = _line(model, "inplace=True")
+    column = model.read_text(encoding="utf-8").splitlines()[keyword - 1].index("True")
+    unchanged = Edit(Span(Position(keyword, column), Position(keyword, column + 4)), "True")
+    return {
+        "fixed TIP004": found["TIP004"],
+        "fixed TIP007": found["TIP007"],
+        "no-op fix": replace(found["TIP004"], fix=Fix("Keep `inplace=True`", (unchanged,), Applicability.UNSAFE)),
+        "no fix": replace(found["TIP004"], fix=None),
+    }
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """Everything confirmed in one call; returns the findings by role and their statuses."""
@@ -211,9 +284,11 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     model_findings = {role: _finding(models, model_lines.index(line) + 1) for role, line in MODEL_LINES.items()}
     jobs += [(finding.path, [finding]) for finding in written.values()]
     jobs.append((models, list(model_findings.values())))
+    fixed = _fix_jobs(project)
+    jobs += [(finding.path, [finding]) for finding in fixed.values()]  # one request each: statuses are per line
     specs = {"Configured": {"args": [{"width": 3}], "inputs": "torch.randn(2, 3)"}}
     statuses = confirm_files(jobs, ConfirmOptions(timeout=TIMEOUT_S, specs=specs))
-    return {"statuses": statuses, "hazards": hazards, "safe": safe, "written": written, "models": model_findings}
+    return {"statuses": statuses, "hazards": hazards, "safe": safe, "written": written, "models": model_findings, "fixed": fixed}
 
 
 def _text(finding: Finding) -> str:
@@ -231,13 +306,38 @@ def test_hazard_lines_are_confirmed_as_their_drivers_behave(run: dict) -> None:
         if "raises" in kinds:
             wanted.add("confirmed: raises")
         if "silent" in kinds and finding.code in SILENT_FORMS:
-            wanted.add("confirmed: changes results")
+            wanted.add(CHANGES)
         if reason is not None:
-            assert status not in wanted, f"{finding.path}:{finding.line} is now {status}: drop it from UNPROVABLE"
-        elif wanted and status not in wanted:
+            assert _kind_of(status) not in wanted, f"{finding.path}:{finding.line} is now {status}: drop it from UNPROVABLE"
+        elif wanted and _kind_of(status) not in wanted:
             problems.append(f"{finding.path}:{finding.line} {finding.code} {status}, expected {' or '.join(sorted(wanted))}")
+        elif _kind_of(status) == CHANGES and not status.startswith(f"{CHANGES} ({_judged_against(finding)}"):
+            problems.append(f"{finding.path}:{finding.line} {finding.code} {status}: not judged against {_judged_against(finding)}")
     assert not problems, "\n".join(problems)
-    assert sum(status == "confirmed: changes results" for status in run["statuses"].values()) >= 4
+    assert sum(_kind_of(status) == CHANGES for status in run["statuses"].values()) >= 4
+
+
+def _kind_of(status: str) -> str:
+    """`confirmed: changes results (how)` -> `confirmed: changes results`."""
+    return status.split(" (", 1)[0]
+
+
+def _judged_against(finding: Finding) -> str:
+    """How a changed result's status begins to say what it was compared with: the finding's own
+    fix, else a run-time stand-in."""
+    return f"against its fix: {finding.fix.description})" if finding.fix is not None else "no fix to apply; against a run "
+
+
+def test_changes_results_are_judged_against_the_fixers_edit(run: dict) -> None:
+    statuses = {role: run["statuses"][finding] for role, finding in run["fixed"].items()}
+    # The fixer's edits, in a second copy of the file (its relative import resolved), and for
+    # TIP007 in the caller from another file, which builds the copy's helper.
+    assert statuses["fixed TIP004"] == f"{CHANGES} (against its fix: Build `self.act` with `inplace=False`)"
+    assert statuses["fixed TIP007"] == f"{CHANGES} (against its fix: Clone `x` on entry to `scale_`)"
+    # An edit that changes nothing changes no result: the edit ran, not a stand-in for it...
+    assert statuses["no-op fix"] == "benign"
+    # ...which, with no fix to apply, does show the change.
+    assert statuses["no fix"] == f"{CHANGES} (no fix to apply; against a run with `inplace=False` at this line)"
 
 
 def _in_function(finding: Finding) -> bool:

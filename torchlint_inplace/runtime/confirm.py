@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..diagnostics import CONFIRMATION, NOT_CHECKED_CODE, Finding
+from .fixed import fix_to_json
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MEMORY_BYTES = 8 * 1024**3
@@ -145,8 +146,8 @@ def confirm_files(
     options: ConfirmOptions = ConfirmOptions(),
     on_file_done: Callable[[Path], None] | None = None,
 ) -> dict[Finding, str]:
-    """Each finding's status: `confirmed: raises`, `confirmed: changes results`, `benign`,
-    `not reached` or `not run: <reason>`."""
+    """Each finding's status: `confirmed: raises`, `confirmed: changes results (<compared with
+    what>)`, `benign`, `not reached` or `not run: <reason>`."""
     statuses: dict[Finding, str] = {}
     jobs = [(Path(os.path.abspath(path)), list(findings)) for path, findings in jobs]
     if not torch_installed():
@@ -169,12 +170,16 @@ def confirm_files(
 
 def _ask(server: Server, path: Path, findings: list[Finding], options: ConfirmOptions) -> dict[int, str]:
     codes: dict[str, list[str]] = {}
+    fixes: dict[str, dict[str, dict]] = {}  # the fix each finding's `changes results` is judged against
     for finding in findings:
         codes.setdefault(str(finding.line), []).append(finding.code)
+        if finding.fix is not None and finding.fix.edits:
+            fixes.setdefault(str(finding.line), {})[finding.code] = fix_to_json(finding.fix)
     request = {
         "file": str(path),
         "root": str(project_root(path)),
         "codes": codes,
+        "fixes": fixes,
         "devices": list(options.devices),
         "timeout": options.timeout,
         "memory_bytes": options.memory_bytes,

@@ -32,6 +32,7 @@ from pathlib import Path
 import torch
 
 from . import probe
+from .fixed import fix_from_json
 from .inputs import spec_from_json
 
 OUTPUT_TAIL_BYTES = 8192
@@ -62,7 +63,8 @@ def _child(request: dict, device: str, result_fd: int, output_fd: int) -> None:
 
         codes = {int(line): codes for line, codes in request["codes"].items()}
         specs = {name: spec_from_json(spec) for name, spec in request.get("specs", {}).items()}
-        probe.probe(probe.Request(Path(request["file"]), codes, device, specs), emit)
+        fixes = {int(line): {code: fix_from_json(fix) for code, fix in by_code.items()} for line, by_code in request.get("fixes", {}).items()}
+        probe.probe(probe.Request(Path(request["file"]), codes, device, specs, fixes), emit)
     except BaseException:
         traceback.print_exc()
     finally:

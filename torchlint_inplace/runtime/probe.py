@@ -5,8 +5,10 @@ there). The drivers of a finding's line are the `nn.Module` / `autograd.Function
 contains it and, when that does not prove it, the classes that use it — the caller whose tensor
 a TIP005/TIP007 callee mutates is where the hazard shows — in the same file or the same
 package. Each driver is built (`inputs.py`), run forward + backward under the culprit tracer
-while the file's executed lines are recorded, and, for a silent form that ran clean, run again
-with the finding's fix (`variants.py`) to see whether results change.
+while the file's executed lines are recorded, and, for a finding whose line ran clean, run
+again with the finding's fix applied — the fixer's own edit, imported as a second copy of the
+file (`fixed.py`), or where the finding has no fix a run-time stand-in (`variants.py`) — to see
+whether outputs or gradients change; the status says which of the two it compared with.
 
 Statuses are reported as they become known (one JSON object per driver on the result stream),
 so a crash in a later driver keeps what earlier ones proved.
@@ -29,11 +31,13 @@ from types import ModuleType
 import torch
 from torch import nn
 
+from ..diagnostics import Fix
 from . import inputs
+from .fixed import fixed_copy, standing_in
 from .inputs import NotRun, Spec
 from .report import InplaceCulpritError
 from .tracer import trace
-from .variants import FIXABLE_CODES, fix_applied, flat_tensors, results_differ, tensors
+from .variants import VARIANTS, flat_tensors, results_differ, tensors, variant_applied
 
 CONFIRMED, CHANGES, BENIGN, NOT_REACHED = "confirmed: raises", "confirmed: changes results", "benign", "not reached"
 # When several drivers (or devices) speak for one line, the strongest evidence wins.
@@ -51,7 +55,8 @@ INPUT_SCALES = (1.0, 8.0)
 
 
 def rank(status: str) -> int:
-    return RANK.get(status, 0)
+    """How strong the evidence is; `confirmed: changes results (how)` ranks as its kind."""
+    return RANK.get(status.split(" (", 1)[0], 0)
 
 
 def stronger(first: str | None, second: str) -> str:
@@ -64,6 +69,7 @@ class Request:
     codes: dict[int, list[str]]  # finding line -> rule codes on it
     device: str
     specs: dict[str, Spec] = field(default_factory=dict)
+    fixes: dict[int, dict[str, Fix]] = field(default_factory=dict)  # finding line -> code -> its fix
 
 
 # ---------------------------------------------------------------- importing and finding drivers
@@ -181,13 +187,13 @@ class Outcome:
         self.driver = driver
         self.raised_at: set[int] = set()
         self.executed: set[int] = set()
-        self.changed: set[int] = set()
+        self.changed: dict[int, str] = {}  # line -> its `confirmed: changes results (how)` status
 
     def status(self, line: int, owned: bool) -> str | None:
         if line in self.raised_at:
             return CONFIRMED
         if line in self.changed:
-            return CHANGES
+            return self.changed[line]
         if line in self.executed:
             return BENIGN
         return NOT_REACHED if owned else None
@@ -267,6 +273,7 @@ class Harness:
     def __init__(self, driver: object, module: ModuleType, request: Request, arguments: tuple[tuple, dict]) -> None:
         self.driver = driver
         self.module = module
+        self.request = request
         self.device = request.device
         self.spec = request.specs.get(driver.__name__)
         self.is_module = isinstance(driver, type) and issubclass(driver, nn.Module)
@@ -346,9 +353,23 @@ class Harness:
             return False
         return True
 
-    def run(self, entry: Entry, layout: inputs.Layout | None, scale: float = 1.0) -> list[torch.Tensor | None]:
+    def twin(self, copy: ModuleType) -> Harness:
+        """The same driver, built with the same arguments, from `copy` of the file (with a fix
+        applied); a driver from another file stays itself (see `fixed.standing_in`)."""
+        driver = getattr(copy, self.driver.__name__, None) if getattr(self.driver, "__module__", None) == self.module.__name__ else self.driver
+        if driver is None:
+            raise NotRun(f"{self.driver.__name__} is gone once the fix is applied")
+        return Harness(driver, copy, self.request, (self.args, self.kwargs))
+
+    def weights(self) -> dict | None:
+        """A fresh instance's state, for a twin to load: both runs then start from the same weights."""
+        return self.build().state_dict() if self.is_module else None
+
+    def run(self, entry: Entry, layout: inputs.Layout | None, scale: float = 1.0, weights: dict | None = None) -> list[torch.Tensor | None]:
         """Forward + backward without any observer: outputs, parameter and input gradients."""
         instance = self.build()
+        if weights is not None:
+            instance.load_state_dict(weights)
         values, leaves = self.inputs(layout, scale)
         torch.manual_seed(2)
         output = _forward_backward(getattr(instance, entry.name), values)
@@ -391,29 +412,62 @@ def _run_entry(harness: Harness, entry: Entry, outcome: Outcome) -> inputs.Layou
     raise NotRun(f"no synthetic input worked for {where} ({errors[0] if errors else 'no candidates'})")
 
 
+# A finding's line, what its run is compared with (for the status), and that run at a scale.
+Alternative = tuple[int, str, Callable[[float], "list[torch.Tensor | None] | None"]]
+
+
 def _compare_fixes(harness: Harness, entry: Entry, layout: inputs.Layout | None, outcome: Outcome, request: Request) -> None:
-    """For each silent-form line that ran clean: do the results change once its fix is applied?"""
-    pending = [
-        (line, code)
+    """For each finding whose line ran clean: do the results change once its fix is applied?"""
+    alternatives = [
+        alternative
         for line, codes in sorted(request.codes.items())
+        if line in outcome.executed and line not in outcome.raised_at and line not in outcome.changed
         for code in codes
-        if code in FIXABLE_CODES and line in outcome.executed and line not in outcome.raised_at | outcome.changed
+        if (alternative := _alternative(harness, entry, layout, request, outcome.file, line, code)) is not None
     ]
-    for scale in INPUT_SCALES if pending else ():
+    for scale in INPUT_SCALES if alternatives else ():
         try:
             reference = harness.run(entry, layout, scale)
         except Exception:
             return
-        for line, code in pending:
+        for line, how, run in alternatives:
             if line in outcome.changed:
                 continue
             try:
-                with fix_applied(code, harness.module, outcome.file, line) as applied:
-                    fixed = harness.run(entry, layout, scale) if applied else reference
+                fixed = run(scale)
             except Exception:
                 continue
-            if results_differ(reference, fixed):
-                outcome.changed.add(line)
+            if fixed is not None and results_differ(reference, fixed):
+                outcome.changed[line] = f"{CHANGES} ({how})"
+
+
+def _alternative(harness: Harness, entry: Entry, layout: inputs.Layout | None, request: Request, file: str, line: int, code: str) -> Alternative | None:
+    """How to run the driver with the fix of `code` at `line`: the finding's own fix applied to
+    a copy of the file, else the code's run-time stand-in; None when there is neither."""
+    fix = request.fixes.get(line, {}).get(code)
+    if fix is not None:
+        try:
+            copy = fixed_copy(harness.module, fix)
+            twin = harness.twin(copy) if copy is not None else None
+        except Exception:  # the fixed file's own code raised on import: nothing to compare with
+            return None
+        if twin is None:
+            return None
+
+        def with_fix(scale: float) -> list[torch.Tensor | None]:
+            weights = harness.weights()
+            with standing_in(harness.module, copy):
+                return twin.run(entry, layout, scale, weights)
+
+        return line, f"against its fix: {fix.description}", with_fix
+    if code not in VARIANTS:
+        return None
+
+    def with_variant(scale: float) -> list[torch.Tensor | None] | None:
+        with variant_applied(code, harness.module, file, line) as applied:
+            return harness.run(entry, layout, scale) if applied else None
+
+    return line, f"no fix to apply; against a {VARIANTS[code]}", with_variant
 
 
 def _describe(error: BaseException) -> str:

@@ -1,9 +1,11 @@
-"""The same code with one finding's fix applied, for `confirmed: changes results` (child side).
+"""Run-time stand-ins for a fix, for findings that carry none (child side of `--confirm`).
 
-A silent finding (TIP004, TIP007, TIP008) raises nothing; it is proven by running the module
-twice on the same inputs and weights, once as written and once with the fix of that one
-line, and seeing the outputs or gradients differ. The fixes are applied at run time, to the
-line alone, so the file is never rewritten and other lines keep their in-place behaviour:
+`confirmed: changes results` compares a run of the code as written with a run of the same
+module with the finding's fix applied. Where the finding has a fix, that is the fixer's own
+edit (`fixed.py`). Where it has none — TIP008 never has one (a hidden write's intent is
+unknowable), a TIP004 activation built outside `__init__` or a TIP007 write the fixer cannot
+place may not — the fix's effect is imitated at run time, on the finding's line alone, so the
+file is never rewritten and other lines keep their in-place behaviour:
 
 - TIP004: the inplace activation or dropout called from the line runs with `inplace=False`
   (every `nn.ReLU`-family module and `F.*(inplace=...)` functional goes through
@@ -12,6 +14,8 @@ line alone, so the file is never rewritten and other lines keep their in-place b
   caller's tensors are untouched (what the `.clone()` the fix inserts does);
 - TIP008: what autograd saved is kept apart from writes made at the line (it unpacks a copy
   taken at save time), which is what an out-of-place write leaves to backward.
+
+The comparison itself (`results_differ`) serves both.
 """
 
 from __future__ import annotations
@@ -20,7 +24,6 @@ import ast
 import contextlib
 import functools
 import inspect
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from types import ModuleType
 
@@ -28,9 +31,15 @@ import torch
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from .fixed import rebindings, replaced
 from .sites import user_site
 
-FIXABLE_CODES = frozenset({"TIP004", "TIP007", "TIP008"})
+# What each stand-in does, for the status that names it.
+VARIANTS = {
+    "TIP004": "run with `inplace=False` at this line",
+    "TIP007": "run with copies of the function's tensor arguments",
+    "TIP008": "run with what autograd saved kept apart from this line's write",
+}
 # Two runs that agree up to float noise from a different op order agree.
 RTOL, ATOL = 1e-4, 1e-5
 
@@ -67,41 +76,11 @@ def _out_of_place_from(file: str, line: int, function: Callable, signature: insp
     return wrapper
 
 
-@contextlib.contextmanager
-def _replaced(replacements: Sequence[tuple[object, str, object]]) -> Iterator[None]:
-    """Sets attributes (or module globals) for the block, then puts the originals back."""
-    originals = [(holder, name, holder.__dict__[name] if isinstance(holder, type) else getattr(holder, name)) for holder, name, _ in replacements]
-    try:
-        for holder, name, value in replacements:
-            setattr(holder, name, value)
-        yield
-    finally:
-        for holder, name, value in reversed(originals):
-            setattr(holder, name, value)
-
-
-def _holders_of(original: object) -> list[tuple[ModuleType, str]]:
-    """Every loaded user module global bound to `original` (`from torch.nn.functional import relu`,
-    `from .layers import helper`): rebinding the defining attribute alone would miss these."""
-    torch_root = torch.__file__.rsplit("/", 2)[0]
-    holders = []
-    for module in list(sys.modules.values()):
-        path = getattr(module, "__file__", None) or ""
-        if not path or path.startswith(torch_root) or module is F:
-            continue
-        for name, value in list(vars(module).items()):
-            if value is original:
-                holders.append((module, name))
-    return holders
-
-
 def _tip004(file: str, line: int) -> list[tuple[object, str, object]]:
-    replacements: list[tuple[object, str, object]] = []
-    for name, (function, signature) in _inplace_functionals().items():
-        wrapper = _out_of_place_from(file, line, function, signature)
-        replacements.append((F, name, wrapper))
-        replacements.extend((module, global_name, wrapper) for module, global_name in _holders_of(function))
-    return replacements
+    functionals = _inplace_functionals()
+    wrappers = {name: _out_of_place_from(file, line, function, signature) for name, (function, signature) in functionals.items()}
+    replacements: list[tuple[object, str, object]] = [(F, name, wrapper) for name, wrapper in wrappers.items()]
+    return replacements + rebindings({id(functionals[name][0]): wrapper for name, wrapper in wrappers.items()}, skip=(F,))
 
 
 def _enclosing_function(file: str, line: int) -> list[str] | None:
@@ -152,7 +131,7 @@ def _tip007(module: ModuleType, file: str, line: int) -> list[tuple[object, str,
         return []
     replacements = [(holder, parts[-1], replacement)]
     if holder is module:
-        replacements.extend((other, name, replacement) for other, name in _holders_of(raw) if other is not module)
+        replacements += rebindings({id(raw): replacement}, skip=(module,))
     return replacements
 
 
@@ -190,15 +169,15 @@ def _saved_apart_from_line(file: str, line: int) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def fix_applied(code: str, module: ModuleType, file: str, line: int) -> Iterator[bool]:
-    """Runs the block with the fix of the finding `code` at `file:line`; yields False when this
-    finding's fix cannot be applied at run time (the block then runs the code as written)."""
+def variant_applied(code: str, module: ModuleType, file: str, line: int) -> Iterator[bool]:
+    """Runs the block with the run-time stand-in for the fix of the finding `code` at
+    `file:line`; yields False when there is none here (the block then runs the code as written)."""
     if code == "TIP008":
         with _saved_apart_from_line(file, line):
             yield True
         return
     replacements = _tip004(file, line) if code == "TIP004" else _tip007(module, file, line) if code == "TIP007" else []
-    with _replaced(replacements):
+    with replaced(replacements):
         yield bool(replacements)
 
 
