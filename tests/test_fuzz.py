@@ -250,3 +250,17 @@ REGRESSIONS = [
 @pytest.mark.parametrize("data", REGRESSIONS)
 def test_regression(tmp_path: Path, data: bytes) -> None:
     assert_robust(tmp_path, data)
+
+
+FIXABLE_HAZARD = b"\nclass M(torch.nn.Module):\n    def forward(self, x):\n        h = torch.sigmoid(x)\n        h.mul_(2)\n        return h\n"
+
+
+@pytest.mark.parametrize("link", [b" + x", b"[0]", b".a"], ids=["binary", "subscript", "attribute"])
+def test_fix_is_built_beside_a_long_chain(tmp_path: Path, link: bytes) -> None:
+    """Building a fix indexes the whole tree, which recursed once per link of a chain anywhere
+    in the file: an internal error instead of the finding (found by `scripts/fuzz.py
+    --examples 300`; FormRule.check now builds findings under `recursion.deep_recursion`).
+    1,500 links: Python compiles them even from deep in pytest's stack (its compiler's limit
+    counts the frames already in use)."""
+    assert_robust(tmp_path, b"import torch\ny = x" + link * 1500 + FIXABLE_HAZARD)
+    assert (tmp_path / "fuzzed.py").read_text().count("h = h.mul(2)") == 1  # found, and fixed

@@ -21,7 +21,7 @@ from typing import TextIO
 import click
 
 from . import __version__, config, registry, ruledoc
-from .diagnostics import NOT_CHECKED_CODE, Applicability, Finding
+from .diagnostics import NOT_CHECKED_CODE, Applicability, Finding, not_checked
 from .discovery import discover
 from .reporters import REPORTERS, Report, write_report
 from .fixes.apply import FileFix
@@ -64,7 +64,7 @@ def _codes_option(name: str, help: str):
 
 
 @main.command()
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path, readable=False))  # unreadable: TIP000, not a usage error
 @_codes_option("--select", "Rule codes or prefixes to enable (comma-separated), replacing the defaults. ALL enables every rule.")
 @_codes_option("--extend-select", "Rule codes or prefixes to enable in addition to the selection.")
 @_codes_option("--ignore", "Rule codes or prefixes to disable.")
@@ -131,7 +131,9 @@ def check(
         settings = config.resolve(overrides)
         if verbose:
             click.echo(f"configuration: {settings.config_path or 'defaults (no config file)'}; rules: {', '.join(settings.select) or 'none'}", err=True)
-        results = check_files(discover(paths or [Path(".")], settings), settings, jobs=jobs or default_jobs(), use_cache=not no_cache)
+        unsearchable: list[Finding] = []  # directories that cannot be listed, dangling links: TIP000 on the path
+        files = discover(paths or [Path(".")], settings, lambda path, why: unsearchable.append(not_checked(str(path), why)))
+        results = check_files(files, settings, jobs=jobs or default_jobs(), use_cache=not no_cache)
         if verbose:
             for result in results:
                 if result.traceback:
@@ -139,7 +141,7 @@ def check(
         fixes = fix_results(results, settings, unsafe_fixes) if fix or diff else []
         fixes = _apply_fixes(fixes, diff, show_fixes)
         results = after_fixes(results, fixes)
-        findings = sorted((finding for result in results for finding in result.findings), key=Finding.sort_key)
+        findings = sorted([*unsearchable, *(finding for result in results for finding in result.findings)], key=Finding.sort_key)
         if confirm:
             findings = _confirm(findings, settings, devices, confirm_timeout, quiet)
         report = Report(

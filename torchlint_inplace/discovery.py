@@ -5,12 +5,18 @@ excludes or .gitignore say; the user asked for it. A named path that does not ex
 too, so that reading it reports it (TIP000), as ruff reports E902. Directories are walked in sorted order,
 skipping `exclude`/`extend-exclude` matches, virtualenvs and what .gitignore ignores, and
 following directory symlinks at most once per real directory so a symlink loop cannot hang.
+
+A directory that cannot be listed (permission denied, removed while the run walks it) and a
+named symbolic link to nothing are handed to `on_error` with a message for the user: the
+command reports each as a TIP000 finding on that path, as it reports an unreadable file, and
+goes on. Broken links met during a walk are skipped without a word: editors leave them
+(Emacs's `.#name.py` lock files), and nobody asked for them.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from . import gitignore
@@ -19,9 +25,17 @@ from .globs import matches_path
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 
+# Told about each path that cannot be searched or read: (the path, why, worded for the user).
+OnError = Callable[[Path, str], None]
+
+
+def _ignore_errors(path: Path, message: str) -> None:
+    """For callers that want only the file list (benchmarks, tests of the walk)."""
+
 
 class _Walker:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, on_error: OnError) -> None:
+        self.on_error = on_error
         self.root = Path(settings.root)
         self.excludes = (*settings.exclude, *settings.extend_exclude)
         self.seen_directories: set[str] = set()
@@ -44,15 +58,16 @@ class _Walker:
             ignore_files = ignore_files if local is None else [*ignore_files, local]
         try:
             entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
-        except OSError:
-            return  # an unreadable directory holds nothing we can check
+        except OSError as error:
+            self.on_error(directory, _unlistable(error))
+            return
         for entry in entries:
             path = directory / entry.name
             is_dir = _is_dir(entry)
             if self.excluded(path) or gitignore.is_ignored(path, is_dir, ignore_files or []):
                 continue
             if is_dir:
-                if not (path / "pyvenv.cfg").exists():
+                if not os.path.exists(path / "pyvenv.cfg"):  # False, not an error, where we may not look
                     yield from self.walk(path, ignore_files)
             elif path.suffix in PYTHON_SUFFIXES and _is_file(entry):
                 yield path
@@ -72,14 +87,37 @@ def _is_file(entry: os.DirEntry) -> bool:
         return False
 
 
-def discover(paths: Iterable[Path | str], settings: Settings) -> tuple[Path, ...]:
-    """Absolute paths of the files to check, sorted, without duplicates."""
-    walker = _Walker(settings)
+def _unlistable(error: OSError) -> str:
+    if isinstance(error, PermissionError):
+        return "cannot read directory: permission denied"
+    if isinstance(error, FileNotFoundError):
+        return "cannot read directory: it no longer exists (removed during the run?)"
+    return f"cannot read directory: {error.strerror or error}"
+
+
+def _dangling_target(path: Path) -> str | None:
+    """Where `path` points when it is a symbolic link to nothing (a link loop is not dangling:
+    reading it reports "too many levels of symbolic links")."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return os.readlink(path) if os.path.islink(path) else None
+    except OSError:
+        pass
+    return None
+
+
+def discover(paths: Iterable[Path | str], settings: Settings, on_error: OnError = _ignore_errors) -> tuple[Path, ...]:
+    """Absolute paths of the files to check, sorted, without duplicates; what cannot be
+    searched goes to `on_error` instead."""
+    walker = _Walker(settings, on_error)
     files: set[Path] = set()
     for named in paths:
         path = Path(os.path.abspath(named))
-        if path.is_dir():
+        if os.path.isdir(path):  # Path.is_dir raises where a parent may not be searched
             files.update(walker.walk(path, gitignore.inherited_files(path)))
+        elif (target := _dangling_target(path)) is not None:
+            on_error(path, f"broken symbolic link: its target {target} does not exist")
         else:
             files.add(path)
     return tuple(sorted(files, key=str))

@@ -8,6 +8,7 @@ directory holding `.git` is the repository root, and its `.git/info/exclude` app
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,7 +65,7 @@ def read_ignore_file(path: Path, base: Path) -> IgnoreFile | None:
 
 def find_repository_root(directory: Path) -> Path | None:
     for candidate in (directory, *directory.parents):
-        if (candidate / ".git").exists():
+        if os.path.exists(candidate / ".git"):  # False where we may not look; Path.exists raises
             return candidate
     return None
 

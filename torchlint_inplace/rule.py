@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, ClassVar
 
 from .diagnostics import Finding, Fix, Severity
+from .recursion import deep_recursion
 
 if TYPE_CHECKING:
     from .analysis.model import FileAnalysis, Form, Mutation
@@ -39,18 +40,20 @@ class FormRule(Rule):
     def check(self, analysis: "FileAnalysis") -> Iterator[Finding]:
         for mutation in analysis.of_form(self.form):
             if mutation.certain or analysis.preview:
-                yield Finding(
-                    path=analysis.path,
-                    code=self.code,
-                    name=self.name,
-                    message=mutation.message,
-                    severity=self.severity,
-                    span=mutation.span,
-                    consequence=mutation.consequence,
-                    related=mutation.related,
-                    help=mutation.help,
-                    fix=self.fix(mutation, analysis),
-                )
+                with deep_recursion():  # wording and fixing a finding walk the whole tree
+                    finding = Finding(
+                        path=analysis.path,
+                        code=self.code,
+                        name=self.name,
+                        message=mutation.message,
+                        severity=self.severity,
+                        span=mutation.span,
+                        consequence=mutation.consequence,
+                        related=mutation.related,
+                        help=mutation.help,
+                        fix=self.fix(mutation, analysis),
+                    )
+                yield finding
 
     def fix(self, mutation: "Mutation", analysis: "FileAnalysis") -> Fix | None:
         """The rewrite for one event (built by `torchlint_inplace.fixes.builders`); None: no fix."""
