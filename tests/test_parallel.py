@@ -11,7 +11,8 @@ from click.testing import CliRunner
 from torchlint_inplace import config
 from torchlint_inplace.cli import main
 from torchlint_inplace.discovery import discover
-from torchlint_inplace.runner import PARALLEL_FROM, Checker, check_files
+from torchlint_inplace.analysis import project
+from torchlint_inplace.runner import PARALLEL_FROM, check_files
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -45,11 +46,12 @@ def test_cli_output_is_identical_for_any_jobs(corpus: Path) -> None:
     assert outputs[1] == outputs[2] == outputs[4]
 
 
-def test_a_fresh_project_every_few_files_changes_nothing(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Memory is bounded by starting a new analysis.Project now and then; findings must not notice."""
+def test_a_project_that_keeps_one_tree_at_a_time_changes_nothing(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Memory is bounded by forgetting the syntax trees (and summaries) of files read earlier;
+    findings must not notice: a forgotten callee is read again."""
     settings = config.resolve(config.Overrides(isolated=True))
     paths = list(discover([corpus], settings))
     shared = check_files(paths, settings)
-    monkeypatch.setattr(Checker, "PROJECT_FILES", 3)
-    renewed = check_files(paths, settings)
-    assert [(r.path, r.findings) for r in renewed] == [(r.path, r.findings) for r in shared]
+    monkeypatch.setattr(project, "MAX_CACHED_SOURCE", 1)
+    forgetful = check_files(paths, settings)
+    assert [(r.path, r.findings) for r in forgetful] == [(r.path, r.findings) for r in shared]

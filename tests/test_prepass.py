@@ -73,6 +73,13 @@ CASES = [
     ("optimizer step after retained backward", "loss = model(x)\nloss.backward(retain_graph=True)\nopt.step()\n", False),
     ("aliased in-place function", "from torch import relu_ as r\n\ndef f(x):\n    r(x)\n", False),
     ("syntax error", "def f(:\n", False),
+    (
+        "augmented assignment of a list, a string or a comprehension",
+        "class M(nn.Module):\n    def __init__(self, chs):\n        super().__init__()\n        self.info = []\n        self.info += [dict(chs=chs)]\n\n"
+        "    def forward(self, x, names):\n        names += f'{x.shape}'\n        names += [n for n in names]\n        return torch.sigmoid(x)\n",
+        True,
+    ),
+    ("augmented assignment of a tensor after a list", "def f(x):\n    y = torch.sigmoid(x)\n    y += [1.0] and x\n    return y\n", False),
 ]
 
 

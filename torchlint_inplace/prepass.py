@@ -62,6 +62,8 @@ from .analysis.torch_facts import torch_facts
 _GRAD_ON_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in _GRAD_ON | _SET_GRAD)
 _FUNCTION_BASE_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in AUTOGRAD_FUNCTION_BASES)
 _ALIASING_ATTRIBUTES = frozenset({"data", "grad"})
+# `analysis.syntax.never_tensor_operand` in `ast`'s terms (with string and bytes constants).
+_NOT_TENSOR_OPERANDS = (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp, ast.JoinedStr)
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,7 @@ class Verdict:
 
     reason: str | None
     dependencies: frozenset[str] = frozenset()
+    parses: bool = True  # Python's parser accepted the file: the runner need not ask it again
 
     @property
     def skippable(self) -> bool:
@@ -88,7 +91,7 @@ class PrePass:
     def verdict(self, path: str, text: str) -> Verdict:
         facts = self._facts(Path(path), text)
         if facts.reason is not None:
-            return Verdict(facts.reason)
+            return Verdict(facts.reason, parses=facts.parses)
         reached = self._reachable(facts.imported_files)
         dependencies = frozenset(key_of(other) for other in reached)
         if any(self._facts(other).activation for other in reached):
@@ -142,13 +145,14 @@ class _FileFacts:
     writes: bool  # holds any write site
     autograd_class: bool
     imported_files: tuple[Path, ...]
+    parses: bool = True
 
 
 def _file_facts(path: Path, text: str) -> _FileFacts:
     try:
         tree = ast.parse(text, filename=str(path))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return _FileFacts(hash(text), "Python cannot parse it", False, False, False, False, ())
+        return _FileFacts(hash(text), "Python cannot parse it", False, False, False, False, (), parses=False)
     scanner = _Scanner(tree)
     return _FileFacts(
         hash(text),
@@ -361,6 +365,8 @@ class _Scanner:
     def _aug_assign(self, node: ast.AugAssign) -> None:
         # `n += t` rebinds a non-tensor `n` to a tensor: the target takes the operand's kind.
         self.assignments.append((node.target, node.value))
+        if isinstance(node.value, _NOT_TENSOR_OPERANDS) or isinstance(node.value, ast.Constant) and isinstance(node.value.value, (str, bytes)):
+            return  # `layers += [block]`: the interpreter writes nothing (a tensor would raise TypeError)
         if not isinstance(node.target, ast.Subscript):  # a subscript target is an index write
             self._site(node.target, "augmented assignment")
 

@@ -14,13 +14,12 @@ import libcst as cst
 
 from .interpreter import FunctionInterpreter
 from .model import FileAnalysis, Form, Mutation
-from .project import FileContext, Project, key_of, index_module
+from .project import FileContext, Project, key_of
 
 
 def analyze(module: cst.Module, path: str, project: Project | None = None, preview: bool = False) -> FileAnalysis:
     project = project or Project()
-    ctx = index_module(path, module)
-    project.add(ctx)
+    ctx = project.context(path, module)
     project.dependencies, project.scanned_roots = set(), set()
     sink: dict[tuple, Mutation] = {}
     _interpret(project, ctx, sink, report=ctx)
@@ -28,9 +27,9 @@ def analyze(module: cst.Module, path: str, project: Project | None = None, previ
         # Whether writing an argument hurts depends on the callers: read the files that import this one.
         for caller in project.importers(ctx):
             _interpret(project, caller, sink, report=ctx)
-    mutations = sorted(sink.values(), key=lambda mutation: (mutation.span, mutation.form.value))
     dependencies = frozenset(project.dependencies - {key_of(path)})
-    return FileAnalysis(path, module, mutations, preview, dependencies, frozenset(project.scanned_roots))
+    # In the order the interpreter met them: sorting by position would make every one pay for it.
+    return FileAnalysis(path, module, list(sink.values()), preview, dependencies, frozenset(project.scanned_roots))
 
 
 # The interpreter recurses once per link of an expression chain (`x + x + ...`, `x.a.b...`).

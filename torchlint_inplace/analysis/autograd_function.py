@@ -9,10 +9,11 @@ returned); a tensor marked dirty must really be written and returned; and a tens
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 import libcst as cst
 
-from .hazards import RAISES_AT_BACKWARD, Hazard, message
+from .hazards import RAISES_AT_BACKWARD, Reason, explanation
 from .model import Form, Mutation
 from .values import Site, State, Val, Value
 
@@ -67,7 +68,7 @@ class FunctionContract:
             if write.saved_before is not None:
                 kind = "saved-then-written"
                 line = self.ctx.span_of(write.saved_before).start.line
-                hazard = Hazard(
+                reason = Reason(
                     f"`ctx.save_for_backward` at line {line} saved it, so backward() reads the modified values (wrong gradients, or an error)",
                     "silently changes the saved values backward() reads",
                     help="save a `.clone()`, or save the output instead of the input",
@@ -76,35 +77,34 @@ class FunctionContract:
                 kind = "unmarked-write"
                 returning = next((node for node, storages in self.returns if storages & write.storages), None)
                 where = f"returns it at line {self._line(returning)}" if returning is not None else f"(line {self._line(write.site.node)}) keeps it"
-                hazard = Hazard(
+                reason = Reason(
                     f"`forward` {where} without `ctx.mark_dirty({write.written})`: the caller's tensor changes behind autograd's back, and backward() will raise '…modified by an inplace operation' if anything saved it",
                     RAISES_AT_BACKWARD,
                     help=f"call `ctx.mark_dirty({write.written})` and return it, or write into `{write.written}.clone()`",
                 )
             else:
                 continue
-            found.append(self._mutation(write.site.node, f"{write.action} `{write.written}` in place", hazard, kind))
+            found.append(self._mutation(write.site.node, f"{write.action} `{write.written}` in place", reason, kind))
         written = frozenset().union(*(write.storages for write in self.writes)) if self.writes else frozenset()
         for call, text, storages in self.dirty:
             if not storages & written or not storages & returned:
                 missing = "neither written nor returned" if not storages & (written | returned) else ("not written" if not storages & written else "not returned")
                 kind = {"neither written nor returned": "dirty-neither", "not written": "dirty-not-written", "not returned": "dirty-not-returned"}[missing]
                 ends = ", ".join(f"line {self._line(node)}" for node, _ in self.returns) or "nowhere"
-                hazard = Hazard(
+                reason = Reason(
                     f"`{text}` is {missing} by `forward` (it returns at {ends}); autograd's view of it is now wrong (torch raises at once when a dirty tensor is not returned)",
                     "raises now" if not storages & returned else "wrong gradient bookkeeping",
                     help="only mark tensors `forward` writes in place and returns",
                 )
-                found.append(self._mutation(call, f"`ctx.mark_dirty({text})` marks a tensor", hazard, kind))
+                found.append(self._mutation(call, f"`ctx.mark_dirty({text})` marks a tensor", reason, kind))
         return found
 
-    def _mutation(self, node: cst.CSTNode, action: str, hazard: Hazard, kind: str) -> Mutation:
+    def _mutation(self, node: cst.CSTNode, action: str, reason: Reason, kind: str) -> Mutation:
+        """Breaches of the contract are always reported, so their words are built at once."""
         return Mutation(
             form=Form.AUTOGRAD_FUNCTION,
             node=node,
-            span=self.ctx.span_of(node),
-            message=message(action, hazard),
-            consequence=hazard.consequence,
-            help=hazard.help,
+            locate=partial(self.ctx.span_of, node),
+            explain=partial(explanation, action, reason),
             kind=kind,
         )

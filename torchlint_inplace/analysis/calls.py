@@ -16,7 +16,7 @@ from .imports import dotted
 from .model import Form
 from .project import FileContext
 from .summaries import Summary
-from .hazards import step_hazard
+from .hazards import Hazard, step_reason
 from .syntax import is_self, keyword_of, literal, names_read
 from .values import NOT_TENSOR, Grad, ModuleRef, SaveRecord, Site, State, Val, Value, fresh_storage, grad_of, is_tensor
 from .vocabulary import NON_CONTIGUOUS_VIEWS, NON_TENSOR_METHODS, SAFE_INPLACE_PREFIXES
@@ -266,8 +266,9 @@ class CallEvaluator:
     def training_loop_call(self, method: str, call: cst.Call, state: State) -> None:
         """TIP009: an optimizer step between a `backward(retain_graph=True)` and the next backward."""
         if method == "backward":
+            path, span_of, retained = self.ctx.path, self.ctx.span_of, state.retained
+            hazard = Hazard(True, lambda: step_reason(path, span_of(retained), span_of(call)))
             for step in state.steps:
-                hazard = step_hazard(self.ctx.path, self.ctx.span_of(state.retained), self.ctx.span_of(call))
                 self.emit(Form.OPTIMIZER_STEP, step, f"`{self.ctx.code_of(step.node)}` updates parameters in place", hazard)
             state.steps = frozenset()
             retain = next((arg for arg in call.args if keyword_of(arg) == "retain_graph"), None)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..diagnostics import Related, Span
+from .model import Explanation
 from .values import SaveRecord
 
 BACKWARD_ERROR = "one of the variables needed for gradient computation has been modified by an inplace operation"
@@ -24,16 +25,28 @@ SpanOf = Callable[[object], Span]
 
 
 @dataclass(frozen=True)
-class Hazard:
-    reason: str  # the clause after "but"
+class Reason:
+    """The words of a hazard: the clause after "but", the short outcome, notes and advice."""
+
+    text: str
     consequence: str
     related: tuple[Related, ...] = ()
     help: str = ""
-    certain: bool = True
 
 
-def message(action: str, hazard: Hazard) -> str:
-    return f"{action}, but {hazard.reason}"
+@dataclass(frozen=True)
+class Hazard:
+    """Why a write breaks, proven (`certain`) or only suspected (reported with --preview).
+
+    The words name source lines, and LibCST's positions cost more than its parse, so they are
+    built only for the hazards a rule reports: most suspected ones never are."""
+
+    certain: bool
+    reason: Callable[[], Reason]
+
+
+def explanation(action: str, reason: Reason) -> Explanation:
+    return Explanation(f"{action}, but {reason.text}", reason.consequence, reason.related, reason.help)
 
 
 def _save_notes(path: str, records: Sequence[SaveRecord], span_of: SpanOf) -> tuple[Related, ...]:
@@ -52,20 +65,20 @@ def _whom(record: SaveRecord, target: str) -> str:
     return f"`{record.what}` (an alias of it)"
 
 
-def saved_hazard(path: str, target: str, records: Sequence[SaveRecord], at: Span | None, certain: bool, span_of: SpanOf) -> Hazard:
+def saved_reason(path: str, target: str, records: Sequence[SaveRecord], written_at: object | None, span_of: SpanOf) -> Reason:
+    """`written_at`: the write's node when it is in the file of the saves, where loop order means something."""
     first = records[0]
     saved_at = span_of(first.node)
-    earlier = "in an earlier loop iteration " if at is not None and saved_at.start >= at.end else ""
-    return Hazard(
+    earlier = "in an earlier loop iteration " if written_at is not None and saved_at.start >= span_of(written_at).end else ""
+    return Reason(
         f"`{first.op}` at line {saved_at.start.line} {earlier}saved {_whom(first, target)} for backward; backward() will raise '{BACKWARD_ERROR}'",
         RAISES_AT_BACKWARD,
         _save_notes(path, records, span_of),
         f"write it out of place, or `{target} = {target}.clone()` before the in-place write",
-        certain,
     )
 
 
-def hidden_hazard(path: str, how: str, records: Sequence[SaveRecord], certain: bool, span_of: SpanOf) -> Hazard:
+def hidden_reason(path: str, how: str, records: Sequence[SaveRecord], span_of: SpanOf) -> Reason:
     first = records[0]
     line = span_of(first.node).start.line
     if how == "data":
@@ -80,14 +93,14 @@ def hidden_hazard(path: str, how: str, records: Sequence[SaveRecord], certain: b
             f"backward() will raise '{BACKWARD_ERROR}'"
         )
         consequence = RAISES_AT_BACKWARD
-    return Hazard(reason, consequence, _save_notes(path, records, span_of), "write into a `.clone()`, or do it after backward()", certain)
+    return Reason(reason, consequence, _save_notes(path, records, span_of), "write into a `.clone()`, or do it after backward()")
 
 
-def leaf_hazard(path: str, origin: object, span_of: SpanOf) -> Hazard:
+def leaf_reason(path: str, origin: object, span_of: SpanOf) -> Reason:
     if origin is None:
-        return Hazard(f"it is a leaf tensor that requires grad; this raises at once: '{LEAF_ERROR}'", RAISES_NOW_LEAF, (), "wrap the write in `with torch.no_grad():`")
+        return Reason(f"it is a leaf tensor that requires grad; this raises at once: '{LEAF_ERROR}'", RAISES_NOW_LEAF, (), "wrap the write in `with torch.no_grad():`")
     span = span_of(origin)
-    return Hazard(
+    return Reason(
         f"it is a leaf tensor that requires grad (created at line {span.start.line}); this raises at once: '{LEAF_ERROR}'",
         RAISES_NOW_LEAF,
         (Related(path, span, "the leaf tensor that requires grad is created here"),),
@@ -95,18 +108,17 @@ def leaf_hazard(path: str, origin: object, span_of: SpanOf) -> Hazard:
     )
 
 
-def multi_view_hazard(method: str, made_at: Span, certain: bool) -> Hazard:
-    return Hazard(
+def multi_view_reason(method: str, made_at: Span) -> Reason:
+    return Reason(
         f"it is an output of `{method}()` at line {made_at.start.line}, a view torch forbids modifying in place while it requires grad; this raises at once",
         RAISES_NOW,
         (),
         f"`.clone()` the output of `{method}()` before writing it",
-        certain,
     )
 
 
-def stale_hazard(path: str, name: str, read_at: Span) -> Hazard:
-    return Hazard(
+def stale_reason(path: str, name: str, read_at: Span) -> Reason:
+    return Reason(
         f"`{name}` still refers to the same tensor and is read again at line {read_at.start.line}, where it silently sees the modified values",
         f"silently changes `{name}` read at line {read_at.start.line}",
         (Related(path, read_at, f"`{name}` is read here after the in-place write"),),
@@ -114,8 +126,8 @@ def stale_hazard(path: str, name: str, read_at: Span) -> Hazard:
     )
 
 
-def step_hazard(path: str, retained: Span, later_backward: Span) -> Hazard:
-    return Hazard(
+def step_reason(path: str, retained: Span, later_backward: Span) -> Reason:
+    return Reason(
         f"`backward(retain_graph=True)` at line {retained.start.line} kept a graph that saved those parameters alive, "
         f"and `backward()` at line {later_backward.start.line} goes through it again; it will raise '{BACKWARD_ERROR}'",
         RAISES_AT_BACKWARD,

@@ -10,6 +10,7 @@ under `torch.no_grad()` records nothing. Calls into project code apply the calle
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 import libcst as cst
@@ -17,13 +18,13 @@ import libcst as cst
 from .autograd_function import FunctionContract
 from .calls import CallEvaluator, dtype_name
 from .classes import ClassInfo
-from .hazards import Hazard, hidden_hazard, leaf_hazard, message, multi_view_hazard, saved_hazard, stale_hazard
+from .hazards import Hazard, explanation, hidden_reason, leaf_reason, multi_view_reason, saved_reason, stale_reason
 from .imports import dotted
 from .model import Form, Mutation
 from .params import function_grad_enabled, tensor_list_parameters, tensor_parameters
 from .project import FileContext, Project
 from .summaries import Summary, SummaryRecorder
-from .syntax import is_self, keyword_of, literal, names_in, operand_exprs, string_index
+from .syntax import is_self, keyword_of, literal, names_in, never_tensor_operand, operand_exprs, string_index
 from .values import (
     NOT_TENSOR,
     Grad,
@@ -279,6 +280,10 @@ class FunctionInterpreter(CallEvaluator):
         operand = self.eval(node.value, state)
         target = node.target
         op, symbol = _AUGMENTED_OPS[type(node.operator)]
+        if never_tensor_operand(node.value):  # `layers += [block]`: a list grows, no tensor is written
+            if not isinstance(target, cst.Subscript):
+                self.assign(target, NOT_TENSOR, state, node)
+            return
         if isinstance(target, cst.Subscript):
             base = self.eval(target.value, state)
             if is_tensor(base) and not string_index(target):
@@ -405,7 +410,8 @@ class FunctionInterpreter(CallEvaluator):
         pending = state.stale.pop(name, None)
         if pending is None:
             return
-        hazard = stale_hazard(self.ctx.path, name, self.ctx.span_of(node))
+        span_of, path = self.ctx.span_of, self.ctx.path
+        hazard = Hazard(True, lambda: stale_reason(path, name, span_of(node)))
         self.emit(pending.form, pending.site, f"{pending.action} `{pending.written}` in place", hazard)
 
     def eval_attribute(self, expr: cst.Attribute, state: State) -> Value:
@@ -554,18 +560,23 @@ class FunctionInterpreter(CallEvaluator):
     def hazard_of(self, target: Val, state: State, site: Site, written: str) -> Hazard | None:
         # no_grad stops recording, not version counting: a write there to a tensor saved
         # earlier still raises at backward; only leaves may be written freely.
+        path, span_of = self.ctx.path, self.ctx.span_of
         if target.grad is Grad.LEAF and self.grad_enabled:
-            return leaf_hazard(self.ctx.path, target.origin, self.ctx.span_of)
+            origin = target.origin
+            return Hazard(True, lambda: leaf_reason(path, origin, span_of))
         if target.multi_view is not None and target.grad > Grad.NO and self.grad_enabled:
-            return multi_view_hazard(target.multi_view, self.ctx.span_of(target.origin), target.grad > Grad.UNKNOWN)
+            method, origin = target.multi_view, target.origin
+            return Hazard(target.grad > Grad.UNKNOWN, lambda: multi_view_reason(method, span_of(origin)))
         records = state.saves_of(target)
         if not records:
             return None
         certain = [record for record in records if record.certain]
+        shown = certain or records
         if target.hidden is not None:
-            return hidden_hazard(self.ctx.path, target.hidden, certain or records, bool(certain), self.ctx.span_of)
-        at = self.ctx.span_of(site.node) if self.report is self.ctx else None  # loop order only means something within one file
-        return saved_hazard(self.ctx.path, written, certain or records, at, bool(certain), self.ctx.span_of)
+            how = target.hidden
+            return Hazard(bool(certain), lambda: hidden_reason(path, how, shown, span_of))
+        written_at = site.node if self.report is self.ctx else None  # loop order only means something within one file
+        return Hazard(bool(certain), lambda: saved_reason(path, written, shown, written_at, span_of))
 
     def is_exclusive(self, name: str, target: Val, state: State) -> bool:
         """A local that is not an argument and shares its storage with no other live name."""
@@ -583,11 +594,8 @@ class FunctionInterpreter(CallEvaluator):
             Mutation(
                 form=form,
                 node=site.node,
-                span=self.report.span_of(site.node),
-                message=message(action, hazard),
-                consequence=hazard.consequence,
-                related=hazard.related,
-                help=hazard.help,
+                locate=partial(self.report.span_of, site.node),
+                explain=lambda: explanation(action, hazard.reason()),
                 certain=hazard.certain,
                 target=target if site.path == self.ctx.path else None,
                 exclusive=exclusive and site.path == self.ctx.path,

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import cached_property
 
 import libcst as cst
 
-from ..diagnostics import Fix, Related, Span
+from ..diagnostics import Related, Span
 
 
 class Form(str, Enum):
@@ -25,30 +27,60 @@ class Form(str, Enum):
 
 
 @dataclass(frozen=True)
-class Mutation:
-    """One in-place write the analysis can explain.
+class Explanation:
+    """What a finding says: what is written and why it breaks, naming the saving op and its line
+    or the other reader; `consequence` is the short outcome ("raises at backward", ...)."""
 
-    `message` says what is written and why it breaks, naming the saving op and its line or the
-    other reader; `consequence` is the short outcome ("raises at backward", ...).
-    """
-
-    form: Form
-    node: cst.CSTNode = field(compare=False, hash=False)
-    span: Span
     message: str
     consequence: str
     related: tuple[Related, ...] = ()
     help: str = ""
-    fix: Fix | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Mutation:
+    """One in-place write the analysis can explain.
+
+    Where it is (`span`) and what it says (`explanation`) are computed when first read: only the
+    mutations a rule reports pay for LibCST's positions, which cost more than the parse."""
+
+    form: Form
+    node: cst.CSTNode
+    locate: Callable[[], Span] = field(repr=False)
+    explain: Callable[[], Explanation] = field(repr=False)
     certain: bool = True  # False: real in-place write whose consequence cannot be proven (preview)
     # For the fixer: the expression written in place (`x` in `x.add_(1)`, `x[i] = v`, `x += 1`,
     # `self.act(x)`), and whether it is a plain local name no other live name aliases, so that
     # rebinding it cannot change what any other reader or caller observes (a safe fix).
-    target: cst.CSTNode | None = field(default=None, compare=False, hash=False)
+    target: cst.CSTNode | None = None
     exclusive: bool = False
     # Which breach of a custom Function's contract (TIP005): "unmarked-write", "saved-then-written",
     # "dirty-not-written", "dirty-not-returned", "dirty-neither"; empty for other forms.
     kind: str = ""
+
+    @cached_property
+    def span(self) -> Span:
+        return self.locate()
+
+    @cached_property
+    def explanation(self) -> Explanation:
+        return self.explain()
+
+    @property
+    def message(self) -> str:
+        return self.explanation.message
+
+    @property
+    def consequence(self) -> str:
+        return self.explanation.consequence
+
+    @property
+    def related(self) -> tuple[Related, ...]:
+        return self.explanation.related
+
+    @property
+    def help(self) -> str:
+        return self.explanation.help
 
 
 @dataclass

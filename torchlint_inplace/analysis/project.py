@@ -15,18 +15,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
-from ..diagnostics import Position, Span
+from .. import source
+from ..diagnostics import Span
 from .classes import ClassInfo, ClassReader
 from .imports import Imports
+from .positions import Positions, positions_of
 from .summaries import EMPTY, Summary
 from .torch_facts import TorchFacts, torch_facts
 
 MAX_PROJECT_FILE_BYTES = 2_000_000
 MAX_IMPORTER_SCAN = 5000
 _IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[^\n#]*|import[ \t]+[^\n#]+)", re.MULTILINE)
-MAX_CACHED_FILES = 64
+# A syntax tree costs LibCST 100-600 bytes per character of source (torch's largest file, 1.4 MB
+# of literal tables, is 785 MB of tree), so the trees kept are bounded by the size of their
+# sources. On timm, 1 M characters keeps the peak at ~150 MB and re-parses 15 callees (0.4 M:
+# 130 MB, 43 re-parsed; unbounded: 38 callees parsed once, 176+ MB).
+MAX_CACHED_SOURCE = 1_000_000
 
 
 @dataclass
@@ -39,14 +44,15 @@ class FileContext:
     class_nodes: dict[int, ClassInfo] = field(default_factory=dict)  # id(ClassDef) -> info
     functions: dict[str, cst.FunctionDef] = field(default_factory=dict)  # module level
     bodies: list[tuple[cst.FunctionDef, ClassInfo | None]] = field(default_factory=list)
-    _positions: object = None
+    text_hash: int | None = None  # of the decoded text `module` was parsed from, when read from disk
+    size: int = 0  # characters of that text: what the tree costs in memory (0: not known)
+    _positions: Positions | None = None
 
     def span_of(self, node: cst.CSTNode) -> Span:
         """Positions are computed for the whole module, once, when a finding first needs one."""
         if self._positions is None:
-            self._positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
-        code_range = self._positions[node]
-        return Span(Position(code_range.start.line, code_range.start.column), Position(code_range.end.line, code_range.end.column))
+            self._positions = positions_of(self.module)
+        return self._positions[node]
 
     def code_of(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
@@ -120,6 +126,8 @@ class Project:
     def __init__(self) -> None:
         # Most recently used last; bounded so that a large tree never keeps every syntax tree alive.
         self._files: OrderedDict[str, FileContext | None] = OrderedDict()
+        self._size = 0  # of the sources of the files kept
+        self._checking: str | None = None  # the file `context` was last asked for
         self._summaries: dict[tuple[str, int], Summary] = {}
         self._argument_writers: set[str] = set()
         self._import_indexes: dict[str, dict[str, list[Path]]] = {}
@@ -128,8 +136,27 @@ class Project:
         self.dependencies: set[str] = set()
         self.scanned_roots: set[str] = set()
 
-    def add(self, ctx: FileContext) -> None:
-        self._remember(key_of(ctx.path), ctx)
+    def parse(self, path: str, text: str) -> cst.Module:
+        """The syntax tree of `text`, read from `path`: the one parsed already when `path` was
+        read as a callee with the same text. Raises `libcst.ParserSyntaxError`."""
+        key = key_of(path)
+        known = self._files.get(key)
+        if known is not None and known.text_hash == hash(text):
+            self._files.move_to_end(key)
+            return known.module
+        ctx = _indexed(path, text, cst.parse_module(text))
+        self._remember(key, ctx)
+        return ctx.module
+
+    def context(self, path: str, module: cst.Module) -> FileContext:
+        """The indexed file for `module`: the one `parse` made, or read as a callee, when it is that same tree."""
+        self._checking = key = key_of(path)
+        known = self._files.get(key)
+        if known is not None and known.module is module:
+            return known
+        ctx = index_module(path, module)
+        self._remember(key, ctx)
+        return ctx
 
     def file(self, path: Path) -> FileContext | None:
         key = key_of(path)
@@ -140,13 +167,22 @@ class Project:
         return self._remember(key, _read_index(path))
 
     def _remember(self, key: str, ctx: FileContext | None) -> FileContext | None:
+        self._forget(key)
         self._files[key] = ctx
-        self._files.move_to_end(key)
-        while len(self._files) > MAX_CACHED_FILES:
-            evicted, _ = self._files.popitem(last=False)
-            for summary_key in [k for k in self._summaries if k[0] == evicted]:
-                del self._summaries[summary_key]
+        self._size += ctx.size if ctx is not None else 0
+        # The file being checked stays: its findings' nodes must be the nodes of its one tree.
+        evictable = (other for other in list(self._files) if other not in (key, self._checking))
+        while self._size > MAX_CACHED_SOURCE and (oldest := next(evictable, None)) is not None:
+            self._forget(oldest)
         return ctx
+
+    def _forget(self, key: str) -> None:
+        if key not in self._files:
+            return
+        ctx = self._files.pop(key)
+        self._size -= ctx.size if ctx is not None else 0
+        for summary_key in [k for k in self._summaries if k[0] == key]:
+            del self._summaries[summary_key]
 
     def mark_argument_writer(self, ctx: FileContext) -> None:
         """A function in `ctx` writes into one of its own tensor arguments."""
@@ -227,10 +263,16 @@ def _read_index(path: Path) -> FileContext | None:
     try:
         if path.stat().st_size > MAX_PROJECT_FILE_BYTES:
             return None
-        module = cst.parse_module(path.read_bytes())
-    except (OSError, cst.ParserSyntaxError, UnicodeDecodeError, RecursionError, ValueError):
+        text = source.read(path).text
+        return _indexed(str(path), text, cst.parse_module(text))
+    except (OSError, source.NotReadable, cst.ParserSyntaxError, RecursionError, ValueError):
         return None
-    return index_module(str(path), module)
+
+
+def _indexed(path: str, text: str, module: cst.Module) -> FileContext:
+    ctx = index_module(path, module)
+    ctx.text_hash, ctx.size = hash(text), len(text)
+    return ctx
 
 
 def _imports_file(ctx: FileContext, local: str, target: Path) -> bool:

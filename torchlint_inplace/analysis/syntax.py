@@ -34,6 +34,18 @@ def names_read(expr: cst.BaseExpression) -> set[str]:
     return found
 
 
+# Displays of Python containers and strings: a tensor cannot be combined with one in place
+# (`t += [1.0]` raises TypeError), so a target they are added to is a Python object.
+_NOT_TENSOR_OPERANDS = (
+    cst.List, cst.Tuple, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp,
+    cst.SimpleString, cst.ConcatenatedString, cst.FormattedString,
+)  # fmt: skip
+
+
+def never_tensor_operand(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, _NOT_TENSOR_OPERANDS)
+
+
 def string_index(expr: cst.Subscript) -> bool:
     return any(isinstance(element.slice, cst.Index) and isinstance(element.slice.value, (cst.SimpleString, cst.ConcatenatedString)) for element in expr.slice)
 

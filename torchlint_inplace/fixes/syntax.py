@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import libcst as cst
 import libcst.matchers as m
-from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
+from libcst.metadata import MetadataWrapper, ParentNodeProvider
 
 from ..analysis.imports import Imports
+from ..analysis.positions import positions_of
 from ..diagnostics import Edit, Position, Span
 
 
 class SourceIndex:
     def __init__(self, module: cst.Module) -> None:
         self.module = module
-        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-        self._positions = wrapper.resolve(PositionProvider)
-        self._parents = wrapper.resolve(ParentNodeProvider)
+        self._positions = positions_of(module)  # the analysis computed them for its messages
+        self._parents = MetadataWrapper(module, unsafe_skip_copy=True).resolve(ParentNodeProvider)
         self.imports = Imports()
         for node in m.findall(module, m.Import() | m.ImportFrom()):
             self.imports.add(node)  # type: ignore[arg-type]
@@ -29,8 +29,7 @@ class SourceIndex:
         self.torch = next((local for local, full in self.imports.aliases.items() if full == "torch"), None)
 
     def span(self, node: cst.CSTNode) -> Span:
-        code_range = self._positions[node]
-        return Span(Position(code_range.start.line, code_range.start.column), Position(code_range.end.line, code_range.end.column))
+        return self._positions[node]
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)

@@ -1,0 +1,103 @@
+"""Where each node of a module lies: LibCST's `PositionProvider`, at a third of its cost.
+
+Positions are only needed for what is reported, but then for whole modules: LibCST computes
+them by generating the module's code again while tracking line and column, and its provider
+spends more than the parse itself on the objects it makes per node (a `CodePosition` pair, a
+`CodeRange` and a generator-based context manager for each of ~100,000 nodes in a large file).
+This generator keeps plain tuples and the same rules: a node's span is what it marks as its
+syntactic extent (`record_syntactic_position`), else everything its code generation emitted.
+tests/test_positions.py compares it with `PositionProvider` on every fixture and on real code.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst._nodes.internal import CodegenState
+
+from ..diagnostics import Position, Span
+
+_NEWLINE = re.compile(r"\r\n?|\n")
+_Point = tuple[int, int]
+
+
+@dataclass
+class _SpanRecorder(CodegenState):
+    line: int = 1
+    column: int = 0
+    spans: dict[cst.CSTNode, tuple[_Point, _Point]] = field(default_factory=dict)
+    _starts: list[_Point] = field(default_factory=list)
+
+    def add_indent_tokens(self) -> None:
+        self.tokens.extend(self.indent_tokens)
+        for token in self.indent_tokens:
+            self._advance(token)
+
+    def add_token(self, value: str) -> None:
+        self.tokens.append(value)
+        self._advance(value)
+
+    def _advance(self, value: str) -> None:
+        if "\n" not in value and "\r" not in value:
+            self.column += len(value)
+            return
+        segments = _NEWLINE.split(value)
+        self.line += len(segments) - 1
+        self.column = len(segments[-1])
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        self._starts.append((self.line, self.column))
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        start = self._starts.pop()
+        if node not in self.spans:  # a syntactic span recorded inside wins
+            self.spans[node] = (start, (self.line, self.column))
+
+    def record_syntactic_position(self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None, end_node: cst.CSTNode | None = None) -> _Syntactic:
+        return _Syntactic(self, node, start_node, end_node)
+
+
+class _Syntactic:
+    """The context manager `record_syntactic_position` returns, without a generator."""
+
+    __slots__ = ("recorder", "node", "start_node", "end_node", "start")
+
+    def __init__(self, recorder: _SpanRecorder, node: cst.CSTNode, start_node: cst.CSTNode | None, end_node: cst.CSTNode | None) -> None:
+        self.recorder, self.node, self.start_node, self.end_node = recorder, node, start_node, end_node
+
+    def __enter__(self) -> None:
+        self.start = (self.recorder.line, self.recorder.column)
+
+    def __exit__(self, *exc_info: object) -> None:
+        recorder = self.recorder
+        start = recorder.spans[self.start_node][0] if self.start_node is not None else self.start
+        end = recorder.spans[self.end_node][1] if self.end_node is not None else (recorder.line, recorder.column)
+        recorder.spans[self.node] = (start, end)
+
+
+class Positions:
+    """The span of every node of one module."""
+
+    def __init__(self, module: cst.Module) -> None:
+        recorder = _SpanRecorder(default_indent=module.default_indent, default_newline=module.default_newline)
+        module._codegen(recorder)
+        self._spans = recorder.spans
+
+    def __getitem__(self, node: cst.CSTNode) -> Span:
+        (start_line, start_column), (end_line, end_column) = self._spans[node]
+        return Span(Position(start_line, start_column), Position(end_line, end_column))
+
+
+_last: tuple[cst.Module, Positions] | None = None
+
+
+def positions_of(module: cst.Module) -> Positions:
+    """Computed once per module: the analysis' messages and the fixer's edits ask one after another."""
+    global _last
+    cached = _last
+    if cached is None or cached[0] is not module:
+        cached = (module, Positions(module))
+        _last = cached
+    return cached[1]
