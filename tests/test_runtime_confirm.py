@@ -236,8 +236,8 @@ FIX_PACKAGE = {
 
 
 def _fix_jobs(project: Path) -> dict[str, Finding]:
-    """The package's findings as the linter reports them (with the fixer's fixes), and its
-    TIP004 finding twice more: with a fix that changes nothing, and with no fix at all."""
+    """The package's findings as the linter reports them (with the fixer's fixes), its TIP004
+    finding with a fix that changes nothing, and both findings with no fix at all."""
     package = project / "pkg"
     package.mkdir()
     for name, text in FIX_PACKAGE.items():
@@ -253,6 +253,7 @@ def _fix_jobs(project: Path) -> dict[str, Finding]:
         "fixed TIP007": found["TIP007"],
         "no-op fix": replace(found["TIP004"], fix=Fix("Keep `inplace=True`", (unchanged,), Applicability.UNSAFE)),
         "no fix": replace(found["TIP004"], fix=None),
+        "no fix TIP007": replace(found["TIP007"], fix=None),
     }
 
 
@@ -338,6 +339,7 @@ def test_changes_results_are_judged_against_the_fixers_edit(run: dict) -> None:
     assert statuses["no-op fix"] == "benign"
     # ...which, with no fix to apply, does show the change.
     assert statuses["no fix"] == f"{CHANGES} (no fix to apply; against a run with `inplace=False` at this line)"
+    assert statuses["no fix TIP007"] == f"{CHANGES} (no fix to apply; against a run with copies of the function's tensor arguments)"
 
 
 def _in_function(finding: Finding) -> bool:
