@@ -77,7 +77,11 @@ def _annotation_kind(param: cst.Param) -> bool | None:
 
 
 def _annotation_text(param: cst.Param) -> str:
-    return cst.Module([]).code_for_node(param.annotation.annotation).replace(" ", "") if param.annotation is not None else ""
+    if param.annotation is None:
+        return ""
+    annotation = param.annotation.annotation
+    # Most annotations are a name (`int`, `torch.Tensor`): read it without generating code.
+    return dotted(annotation) or cst.Module([]).code_for_node(annotation).replace(" ", "")
 
 
 def _non_tensor_default(param: cst.Param) -> bool:

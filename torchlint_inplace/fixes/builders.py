@@ -28,13 +28,12 @@ Rewrites, by form:
 from __future__ import annotations
 
 import libcst as cst
-import libcst.matchers as m
 
 from ..analysis.hazards import RAISES_NOW_LEAF
 from ..analysis.model import FileAnalysis, Form, Mutation
 from ..analysis.torch_facts import torch_facts
 from ..diagnostics import Applicability, Edit, Fix, Span
-from .syntax import SourceIndex, index_of, rebindable, written_expression
+from .syntax import SourceIndex, descendants, index_of, rebindable, written_expression
 
 _SAFE, _UNSAFE = Applicability.SAFE, Applicability.UNSAFE
 
@@ -221,7 +220,7 @@ def _module_constructor(call: cst.Call, index: SourceIndex) -> Fix | None:
     modules = torch_facts().inplace_modules
     edits = []
     for assign in _self_assignments(cls, attribute):
-        for built in _walk(assign.value, cst.Call):
+        for built in descendants(assign.value, cst.Call):
             short = (index.imports.qualname(built.func) or "").rsplit(".", 1)[-1]
             if short in modules and _flag_on(built, modules[short]):
                 edits.append(_switch_off(built, modules[short], index, drop=False))
@@ -230,16 +229,12 @@ def _module_constructor(call: cst.Call, index: SourceIndex) -> Fix | None:
 
 def _self_assignments(cls: cst.ClassDef, attribute: str) -> list[cst.Assign]:
     found = []
-    for assign in _walk(cls, cst.Assign):
+    for assign in descendants(cls, cst.Assign):
         for target in assign.targets:
             expr = target.target
             if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self" and expr.attr.value == attribute:
                 found.append(assign)
     return found
-
-
-def _walk(node: cst.CSTNode, kind: type) -> list:
-    return list(m.findall(node, m.MatchIfTrue(lambda found: isinstance(found, kind))))
 
 
 def _flag_on(call: cst.Call, position: int) -> bool:
@@ -300,7 +295,7 @@ def autograd_function(mutation: Mutation, index: SourceIndex) -> Fix | None:
     function, name = found
     edits = [index.insert_before(statement, f"{name} = {name}.clone()")]
     after = index.span(statement).end
-    for call in _walk(function, cst.Call):
+    for call in descendants(function, cst.Call):
         if _marks_dirty(call, name) and index.span(call).start > after and (marked := index.statement_of(call)) is not None:
             edits.append(index.delete(marked))
     return _fix(f"Write into a clone of `{name}`", edits, _UNSAFE)
