@@ -31,6 +31,9 @@ A write site is harmless, and does not keep its file, when one of these holds:
   into names; comprehensions are taken to hold tensors). `may_tensor` below over-approximates that, flow-
   insensitively, to a fixpoint. Attribute chains lose tensor-ness except `.data`, `.grad`,
   view attributes and names assigned before, exactly as `eval_attribute` does.
+- *Growing a Python object*: an augmented assignment whose operand is a list, tuple, dict or
+  set display, a comprehension or a string (`layers += [block]`): the interpreter writes
+  nothing there (`exec_augassign`), as a tensor would raise TypeError.
 - *Initialisation*: `torch.nn.init.*` / `torch.nn.utils.*` calls return before writing
   (`call_torch`), when every import binding of the call's head resolves there.
 - *Inert under no_grad*: the enclosing function is decorated `@torch.no_grad()` /
