@@ -9,7 +9,10 @@ of extra pure dependencies put on sys.path (numpy for timm). Stubbed, and said s
 when torchvision is not importable, `torchvision.ops.misc.FrozenBatchNorm2d` (timm imports it
 for one norm layer) is a minimal re-implementation, and `timm.data` (whose package imports
 torchvision's datasets and transforms) holds only its constants, all the models use from it;
-torchvision's compiled `_C` ops are not stubbed, so models that need them fail honestly.
+torchvision's `_meta_registrations` is an empty module when its compiled `_C` cannot load
+(a wheel built for CUDA beside a CPU torch): the ops themselves are not stubbed, so models
+that need them fail honestly. `--results FILE` keeps every model's result (JSON), for
+scripts/check_fixed_models.py to compare runs.
 
 Each model is built with its zoo's own factory (`timm.create_model(name)`,
 `torchvision.models.get_model(name)`) — the part a `[tool.torchlint-inplace.confirm]` entry
@@ -23,6 +26,7 @@ a forked child with a timeout and a memory limit.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import resource
@@ -99,7 +103,10 @@ def in_child(work: Callable[[], str], timeout: float, memory_bytes: int) -> str:
 
 
 def confirm_like(build: Callable[[], object], name: str) -> str:
-    """Feeds and runs a built model exactly as --confirm does; "ok" or the reason it could not."""
+    """Feeds and runs a built model exactly as --confirm does, then once more without the
+    tracer (which records an in-place error rather than raising it): "ok", the input shapes
+    and the magnitude of its outputs and gradients (deterministic: fixed seeds, one thread,
+    so two copies of a model can be compared), or the reason it could not run."""
     import torch
 
     from torchlint_inplace.runtime import inputs, probe
@@ -121,7 +128,12 @@ def confirm_like(build: Callable[[], object], name: str) -> str:
     except inputs.NotRun as reason:
         return f"not run: {reason}"
     shapes = [shape for shape in (layout.shapes if layout else ()) if shape]
-    return "ok " + json.dumps(shapes)
+    try:
+        tensors = harness.run(entry, layout)
+    except Exception as error:  # noqa: BLE001 - the failure is the result
+        return f"fed {json.dumps(shapes)}, but forward+backward raised {type(error).__name__}: {str(error).strip()[:300]}"
+    magnitude = sum(float(tensor.detach().double().abs().sum()) for tensor in tensors if tensor is not None)
+    return f"ok {json.dumps(shapes)} |outputs, gradients| = {magnitude:.6g}"
 
 
 def stub_timm_data(source: Path) -> None:
@@ -144,8 +156,27 @@ def timm_models(source: Path) -> dict[str, Callable[[], object]]:
     return {f"timm:{name}": (lambda name=name: timm.create_model(name, pretrained=False)) for name in chosen}
 
 
-def torchvision_models(source: Path) -> dict[str, Callable[[], object]]:
+def stub_meta_registrations() -> str | None:
+    """torchvision registers fake kernels for its compiled ops (`torchvision::nms`, ...) when
+    imported, which fails where its `_C` cannot load (a CUDA build beside a CPU torch): its
+    `_meta_registrations` becomes an empty module. Returns what was stubbed, None when the
+    real module imports."""
+    try:
+        import torchvision  # noqa: F401
+    except RuntimeError as error:
+        if "torchvision::" not in str(error):
+            raise
+        for name in [name for name in sys.modules if name == "torchvision" or name.startswith("torchvision.")]:
+            del sys.modules[name]
+        sys.modules["torchvision._meta_registrations"] = types.ModuleType("torchvision._meta_registrations")
+        return "torchvision._meta_registrations (its compiled ops cannot load; models that need them fail)"
+    return None
+
+
+def torchvision_models(source: Path, stubs: list[str]) -> dict[str, Callable[[], object]]:
     sys.path.insert(0, str(source))
+    if stub := stub_meta_registrations():
+        stubs.append(stub)
     from torchvision import models
 
     builders: dict[str, list[str]] = {}
@@ -153,7 +184,21 @@ def torchvision_models(source: Path) -> dict[str, Callable[[], object]]:
         builder = models.get_model_builder(name)
         builders.setdefault(builder.__module__, []).append(name)
     chosen = sorted(smallest(names) for names in builders.values())
-    return {f"torchvision:{name}": (lambda name=name: models.get_model(name, weights=None)) for name in chosen}
+    return {f"torchvision:{name}": (lambda name=name: models.get_model(name, **no_weights(models.get_model_builder(name)))) for name in chosen}
+
+
+def torchvision_family(name: str) -> str:
+    """`ssd300_vgg16` -> `detection`: the subpackage of its builder; top-level builders classify."""
+    from torchvision import models
+
+    parts = models.get_model_builder(name).__module__.split(".")
+    return parts[2] if len(parts) > 3 else "classification"
+
+
+def no_weights(builder: Callable[..., object]) -> dict[str, None]:
+    """`weights=None`, and `weights_backbone=None` where the builder takes it (its default
+    downloads ImageNet weights for the backbone)."""
+    return {name: None for name in ("weights", "weights_backbone") if name in inspect.signature(builder).parameters}
 
 
 def stub_torchvision_ops(folder: Path) -> None:
@@ -175,6 +220,7 @@ def main() -> int:
     parser.add_argument("--memory-gib", type=float, default=8.0)
     parser.add_argument("--limit", type=int, help="at most this many models per zoo")
     parser.add_argument("--verbose", action="store_true", help="one line per model")
+    parser.add_argument("--results", type=Path, help="write every model's result here (JSON: name -> result)")
     args = parser.parse_args()
     if args.deps:
         sys.path.insert(0, str(args.deps))
@@ -182,7 +228,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as scratch:
         zoos: dict[str, dict[str, Callable[[], object]]] = {}
         if args.torchvision:
-            zoos["torchvision"] = torchvision_models(args.torchvision)
+            zoos["torchvision"] = torchvision_models(args.torchvision, stubs)
         if args.timm:
             try:
                 import torchvision  # noqa: F401
@@ -193,6 +239,7 @@ def main() -> int:
             zoos["timm"] = timm_models(args.timm)
         import torch  # noqa: F401  (imported before forking, as the confirmation server does)
 
+        every: dict[str, str] = {}
         for zoo, models in zoos.items():
             names = sorted(models)[: args.limit]
             results: dict[str, str] = {}
@@ -206,6 +253,13 @@ def main() -> int:
             print(f"{zoo}: {ok}/{len(names)} architecture families built and ran forward+backward with inferred inputs ({time.monotonic() - started:.0f}s)")
             for reason, count in reasons.most_common(8):
                 print(f"  {count:4d}  {reason}")
+            if zoo == "torchvision":
+                families = Counter(torchvision_family(name.split(":", 1)[1]) for name in names)
+                ran = Counter(torchvision_family(name.split(":", 1)[1]) for name in names if results[name].startswith("ok"))
+                print("  by family: " + ", ".join(f"{family} {ran[family]}/{count}" for family, count in sorted(families.items())))
+            every.update(results)
+    if args.results:
+        args.results.write_text(json.dumps(every, indent=1), encoding="utf-8")
     print(f"stubbed: {', '.join(stubs) or 'nothing'}")
     return 0
 
