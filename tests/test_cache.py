@@ -128,3 +128,26 @@ def test_an_edit_elsewhere_in_the_package_keeps_an_argument_writers_entry(tmp_pa
     (package / "other.py").write_text("x = 2\n")
     runner.check_files(paths, settings, use_cache=True)
     assert analysed == ["other.py"]
+
+
+def test_a_warm_run_is_answered_without_starting_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cached results are looked up in the main process: forking workers would cost a warm run
+    more than the lookups themselves. Only the files that miss go to the workers."""
+    from torchlint_inplace import parallel
+
+    root = tmp_path / "project"
+    for index in range(runner.PARALLEL_FROM + 2):
+        (root / f"m{index}.py").parent.mkdir(parents=True, exist_ok=True)
+        (root / f"m{index}.py").write_text(BAD)
+    settings = _settings(root)
+    paths = sorted(root.glob("*.py"))
+    cold = runner.check_files(paths, settings, jobs=2, use_cache=True)
+    sent: list[list[Path]] = []
+    real = parallel.check_in_parallel
+    monkeypatch.setattr(parallel, "check_in_parallel", lambda todo, *args: sent.append(list(todo)) or real(todo, *args))
+    warm = runner.check_files(paths, settings, jobs=2, use_cache=True)
+    assert sent == [] and [r.findings for r in warm] == [r.findings for r in cold]
+    for path in paths[: runner.PARALLEL_FROM]:
+        path.write_text(BAD + "\n# edited\n")
+    runner.check_files(paths, settings, jobs=2, use_cache=True)
+    assert sent == [paths[: runner.PARALLEL_FROM]]

@@ -143,9 +143,9 @@ def check_file(
         text = source.read(path).text
     except source.NotReadable as error:
         return FileResult(name, (not_checked(name, error.message, error.line),))
-    cached = cache.lookup(name, text) if cache is not None else None
-    if cached is not None:
-        return FileResult(name, cached, text if cached else None)
+    known = _cached(name, text, cache)
+    if known is not None:
+        return known
     try:
         result = lint_source(path, text, settings, project, prepass)
     except Exception as error:  # one file's bug in our analysis must not end the run
@@ -155,6 +155,11 @@ def check_file(
     if cache is not None:
         cache.store(name, text, kept, result.dependencies, result.scanned_roots)
     return FileResult(name, kept, text if kept else None)
+
+
+def _cached(name: str, text: str, cache: ResultsCache | None) -> FileResult | None:
+    findings = cache.lookup(name, text) if cache is not None else None
+    return None if findings is None else FileResult(name, findings, text if findings else None)
 
 
 def lint_text(path: Path, text: str, settings: Settings, project: analysis.Project | None = None) -> list[Finding]:
@@ -183,13 +188,27 @@ class Checker:
     def check(self, path: Path) -> FileResult:
         return check_file(path, self.settings, self.project, self.prepass, self.cache)
 
+    def from_cache(self, path: Path) -> FileResult | None:
+        """The cached result, if the cache holds one for the file as it is now."""
+        try:
+            text = source.read(path).text
+        except source.NotReadable:
+            return None  # `check` reports it
+        return _cached(str(path), text, self.cache)
+
 
 def check_files(paths: Iterable[Path], settings: Settings, jobs: int = 1, use_cache: bool = False) -> list[FileResult]:
-    """Every file's result, in the order given; `jobs` > 1 checks them in that many processes."""
+    """Every file's result, in the order given; `jobs` > 1 checks them in that many processes.
+
+    Cached results are answered here first, so a warm run starts no worker at all."""
     paths = list(paths)
-    if jobs > 1 and len(paths) >= PARALLEL_FROM:
+    checker = Checker(settings, use_cache)
+    results = {path: result for path in paths if use_cache and (result := checker.from_cache(path)) is not None}
+    todo = [path for path in paths if path not in results]
+    if jobs > 1 and len(todo) >= PARALLEL_FROM:
         from .parallel import check_in_parallel  # it imports this module
 
-        return list(check_in_parallel(paths, settings, jobs, use_cache))
-    checker = Checker(settings, use_cache)
-    return [checker.check(path) for path in paths]
+        results.update(zip(todo, check_in_parallel(todo, settings, jobs, use_cache)))
+    else:
+        results.update((path, checker.check(path)) for path in todo)
+    return [results[path] for path in paths]
