@@ -60,6 +60,22 @@ def test_rewriting_an_aliased_tensor_is_unsafe() -> None:
     assert fix_all(text, unsafe=False) == text
 
 
+def test_rewriting_an_element_of_a_tensor_list_argument_is_unsafe() -> None:
+    """timm's optimizers: `exp_avg = exp_avgs[i]` is the caller's state; rebinding it would
+    silently stop the state from updating."""
+    text = module("""
+        class Step(nn.Module):
+            def forward(self, xs: list[torch.Tensor], states: list[torch.Tensor]):
+                for i, x in enumerate(xs):
+                    state = states[i]
+                    y = x * state
+                    state.mul_(0.9)
+                return y
+    """)
+    assert only_fix(text).applicability is Applicability.UNSAFE
+    assert fix_all(text, unsafe=False) == text
+
+
 def test_method_used_as_a_value_rebinds_with_a_walrus() -> None:
     text = module("""
         def f(x: torch.Tensor, w: torch.Tensor):

@@ -43,6 +43,7 @@ from .values import (
     merge_states,
     merge_values,
     reachable,
+    storages_within,
 )
 from .vocabulary import AUTOCAST, GRAD_OFF, GRAD_ON, NON_CONTIGUOUS_VIEWS, SET_GRAD
 
@@ -89,6 +90,7 @@ class FunctionInterpreter(CallEvaluator):
         self.ctx = ctx
         self.report = report or ctx  # the file whose findings are collected: a callee's, when reading its callers
         self.param_storages: frozenset[int] = frozenset()
+        self.caller_storages: frozenset[int] = frozenset()
         self.facts = ctx.facts
         self.cls = cls
         self.sink = sink
@@ -111,6 +113,9 @@ class FunctionInterpreter(CallEvaluator):
                 params[name] = Val(items=(Val(fresh_storage(), grad, origin=func),))
         state = State(env=dict(params))
         self.param_storages = frozenset().union(*(value.storages for value in params.values())) if params else frozenset()
+        # What the caller can see: the arguments, and the elements of a `list[Tensor]` argument
+        # (an optimizer's states): rebinding a name that holds one of them is not a safe fix.
+        self.caller_storages = frozenset().union(*map(storages_within, params.values()))
         self.grad_enabled = function_grad_enabled(func, self.cls, self.ctx.imports)
         if self.cls is not None and self.cls.is_autograd_function and func.name.value == "forward":
             positional = [*func.params.posonly_params, *func.params.params]
@@ -580,7 +585,7 @@ class FunctionInterpreter(CallEvaluator):
 
     def is_exclusive(self, name: str, target: Val, state: State) -> bool:
         """A local that is not an argument and shares its storage with no other live name."""
-        if target.storages & self.param_storages:
+        if target.storages & self.caller_storages:
             return False
         return not any(other != name and isinstance(value, Val) and value.storages & target.storages for other, value in state.env.items())
 

@@ -202,6 +202,13 @@ def is_tensor(value: Value | None) -> bool:
     return isinstance(value, Val) and value.is_tensor
 
 
+def storages_within(value: Value) -> frozenset[int]:
+    """The storages of a tensor, or of every tensor in a tuple-like value."""
+    if not isinstance(value, Val):
+        return frozenset()
+    return value.storages.union(*map(storages_within, value.items or ()))
+
+
 def item_of(value: Value, index: int) -> Value:
     if isinstance(value, Val) and value.items is not None:
         return value.items[index] if 0 <= index < len(value.items) else NOT_TENSOR
