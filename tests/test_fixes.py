@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+from dataclasses import replace
 from pathlib import Path
 from textwrap import dedent
 
@@ -244,9 +245,21 @@ def test_overlapping_fixes_wait_for_the_next_round() -> None:
     assert result.rounds == 2 and len(result.applied) == 2
 
 
-def test_rounds_are_bounded() -> None:
+def test_a_fix_that_leaves_its_finding_is_undone_and_reported() -> None:
+    """timm's fasternet: the clone a TIP002 fix inserted could not help, and every round
+    inserted another one up to the bound."""
+
     def lint(text: str) -> list[Finding]:
         return [_finding(1, (_insert(1, 0, "x = 0\n"),))]
+
+    result = fix_text(PATH, "", lint, unsafe=False)
+    assert (result.text, result.rounds, result.applied) == ("", 0, [])
+    assert [finding.code for finding in result.ineffective] == ["TIP001"]
+
+
+def test_rounds_are_bounded() -> None:
+    def lint(text: str) -> list[Finding]:  # a new finding after every fix
+        return [replace(_finding(1, (_insert(1, 0, "x = 0\n"),)), message=f"round {text.count('x')}")]
 
     result = fix_text(PATH, "", lint, unsafe=False)
     assert result.rounds == MAX_ROUNDS and result.text.count("x = 0") == MAX_ROUNDS

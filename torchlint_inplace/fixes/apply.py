@@ -3,7 +3,8 @@
 A round applies every selected fix whose edits do not overlap one already taken (the rest wait
 for the next round, when the file is linted again — fixing one finding may also resolve or
 reveal others). The result must compile; when it does not, the round's fixes are tried one by
-one and those that break the file are dropped and reported. Rounds stop when nothing changes,
+one and those that break the file are dropped and reported. A round after which a fixed
+finding is still there is undone, and that fix dropped and reported. Rounds stop when nothing changes,
 or after `MAX_ROUNDS`. Files are written only when they changed, through a temporary file in
 the same directory and `os.replace`, so an interrupted run leaves each file old or new, with
 its encoding, BOM, newlines and permissions as they were.
@@ -17,6 +18,7 @@ import re
 import stat
 import tempfile
 import warnings
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -27,6 +29,7 @@ from ..source import NotReadable, SourceFile, read
 MAX_ROUNDS = 10
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_LINE_NUMBER = re.compile(r"\bline \d+")
 
 Lint = Callable[[str], list[Finding]]
 
@@ -41,6 +44,7 @@ class FixedText:
     text: str
     applied: list[Finding] = field(default_factory=list)
     rejected: list[Finding] = field(default_factory=list)  # fixes dropped because the result would not compile
+    ineffective: list[Finding] = field(default_factory=list)  # fixes undone because their finding stayed
     remaining: list[Finding] = field(default_factory=list)  # findings of the final text
     rounds: int = 0
 
@@ -129,15 +133,33 @@ def fix_text(path: str, text: str, lint: Lint, unsafe: bool, findings: list[Find
         rejected_keys |= {_key(f) for f in rejected}
         if text == result.text:
             break
+        after = lint(text)
+        ineffective = _ineffective(applied, findings, after)
+        if ineffective:  # undo the round; the others are applied again without these
+            result.ineffective += ineffective
+            rejected_keys |= {_key(f) for f in ineffective}
+            continue
         result.text, result.rounds = text, result.rounds + 1
         result.applied += applied
-        findings = lint(text)
+        findings = after
     result.remaining = [replace(f, fix=None) if _key(f) in rejected_keys else f for f in findings]
     return result
 
 
 def _key(finding: Finding) -> tuple:
     return (finding.code, finding.span, finding.message)
+
+
+def _ineffective(applied: list[Finding], before: list[Finding], after: list[Finding]) -> list[Finding]:
+    """Applied fixes whose finding is still there, as often as before: a rewrite that cannot
+    help (each round would add another useless clone up to the bound) is worse than none."""
+    counts_before, counts_after = Counter(map(_gist, before)), Counter(map(_gist, after))
+    return [finding for finding in applied if counts_after[_gist(finding)] >= counts_before[_gist(finding)]]
+
+
+def _gist(finding: Finding) -> tuple[str, str]:
+    """A finding without its place: the same one after lines moved."""
+    return finding.code, _LINE_NUMBER.sub("line N", finding.message)
 
 
 def encode(source: SourceFile, text: str) -> bytes:

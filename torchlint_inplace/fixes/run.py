@@ -30,7 +30,7 @@ def fix_results(results: Sequence[FileResult], settings: Settings, unsafe: bool)
         except Exception as error:  # a bug of ours while relinting one file: leave it as it is
             click.echo(f"warning: {path}: not fixed, internal error while relinting it ({type(error).__name__}: {error})", err=True)
             continue
-        if fixed is not None and (fixed.changed or fixed.result.rejected):
+        if fixed is not None and (fixed.changed or fixed.result.rejected or fixed.result.ineffective):
             fixes.append(fixed)
     return fixes
 
@@ -69,7 +69,8 @@ def applied_summary(fixes: Sequence[FileFix], display) -> str:
 
 def rejected_notes(fixes: Sequence[FileFix], display) -> list[str]:
     return [
-        f"warning: fix for {finding.code} at {display(finding.path)}:{finding.line} would not compile; not applied"
+        f"warning: fix for {finding.code} at {display(finding.path)}:{finding.line} {why}; not applied"
         for fix in fixes
-        for finding in fix.result.rejected
+        for findings, why in ((fix.result.rejected, "would not compile"), (fix.result.ineffective, "leaves the finding in place"))
+        for finding in findings
     ]
