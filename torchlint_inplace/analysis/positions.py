@@ -12,13 +12,17 @@ tests/test_positions.py compares it with `PositionProvider` on every fixture and
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import wraps
+from typing import TypeVar
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 from ..diagnostics import Position, Span
 
+T = TypeVar("T")
 _NEWLINE = re.compile(r"\r\n?|\n")
 _Point = tuple[int, int]
 
@@ -90,14 +94,19 @@ class Positions:
         return Span(Position(start_line, start_column), Position(end_line, end_column))
 
 
-_last: tuple[cst.Module, Positions] | None = None
+def last_module_cache(build: Callable[[cst.Module], T]) -> Callable[[cst.Module], T]:
+    """`build(module)`, kept for the module last asked about: the analysis' messages, then the
+    fixer's edits, ask about one file after another, and no more than one file's worth is kept."""
+    last: tuple[cst.Module, T] | None = None
+
+    @wraps(build)
+    def cached(module: cst.Module) -> T:
+        nonlocal last
+        if last is None or last[0] is not module:
+            last = (module, build(module))
+        return last[1]
+
+    return cached
 
 
-def positions_of(module: cst.Module) -> Positions:
-    """Computed once per module: the analysis' messages and the fixer's edits ask one after another."""
-    global _last
-    cached = _last
-    if cached is None or cached[0] is not module:
-        cached = (module, Positions(module))
-        _last = cached
-    return cached[1]
+positions_of = last_module_cache(Positions)

@@ -12,7 +12,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider
 
 from ..analysis.imports import Imports
-from ..analysis.positions import positions_of
+from ..analysis.positions import last_module_cache, positions_of
 from ..diagnostics import Edit, Position, Span
 
 
@@ -106,17 +106,7 @@ def descendants(node: cst.CSTNode, kind: type | tuple[type, ...]) -> list:
     return found
 
 
-_last: tuple[cst.Module, SourceIndex] | None = None
-
-
-def index_of(module: cst.Module) -> SourceIndex:
-    """The index of `module`, built once: the rules of one file ask for it one after another."""
-    global _last
-    cached = _last
-    if cached is None or cached[0] is not module:
-        cached = (module, SourceIndex(module))
-        _last = cached
-    return cached[1]
+index_of = last_module_cache(SourceIndex)
 
 
 def rebindable(expr: cst.CSTNode) -> bool:
