@@ -61,7 +61,7 @@ class CallEvaluator:
         if isinstance(callee, ModuleRef):
             return self.call_module(callee, call, args, state)
         name = dotted(func)
-        if name is not None and name not in state.env:
+        if name is not None and name not in state.env and any(map(is_tensor, args)):
             found = self.project.resolve_function(self.ctx, name)
             if found is not None:
                 return self.call_project(found[0], found[1], None, call, args, state)
@@ -170,7 +170,7 @@ class CallEvaluator:
     def apply_module(self, module: ModuleRef, call: cst.Call, args: list[Value], state: State) -> Value:
         value = args[0] if args else NOT_TENSOR
         if module.kind is None:
-            if module.cls_name is not None:
+            if module.cls_name is not None and any(map(is_tensor, args)):
                 found = self.project.resolve_class(self.ctx, module.cls_name)
                 if found is not None and "forward" in found[1].methods:
                     return self.call_project(found[0], found[1].methods["forward"], found[1], call, args, state)
@@ -203,7 +203,7 @@ class CallEvaluator:
 
     def call_autograd_function(self, owner: cst.BaseExpression, call: cst.Call, args: list[Value], state: State) -> Value:
         name = dotted(owner)
-        found = self.project.resolve_class(self.ctx, name) if name is not None else None
+        found = self.project.resolve_class(self.ctx, name) if name is not None and any(map(is_tensor, args)) else None
         if found is None or not found[1].is_autograd_function or "forward" not in found[1].methods:
             return self.opaque_result(args)
         # Its writes are TIP005's business, reported inside `forward`.
@@ -212,7 +212,13 @@ class CallEvaluator:
     def call_project(
         self, ctx: FileContext, func: cst.FunctionDef, cls: ClassInfo | None, call: cst.Call, args: list[Value], state: State, apply_writes: bool = True
     ) -> Value:
-        """A call into project code: apply what the callee's summary says it does to its arguments."""
+        """A call into project code: apply what the callee's summary says it does to its arguments.
+
+        Without a tensor among them a summary has nothing to apply to, so callers check that
+        before resolving the callee: reading its file and summarising it is most of the cost of
+        a large package whose functions mostly pass other things around (torch/_dynamo)."""
+        if not any(map(is_tensor, args)):
+            return NOT_TENSOR
         summary = self.project.summary(ctx, func, cls)
         bound = _bind_summary(summary, call, args)
         label = self.ctx.code_of(call.func)
