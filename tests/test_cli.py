@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -265,3 +266,13 @@ def test_python_dash_m_runs_the_same_command(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert result.stdout.startswith("broken.py:1:7: TIP000 syntax error: invalid syntax")
 
+
+
+def test_a_reader_that_stops_early_is_not_an_error() -> None:
+    """`torchlint-inplace src/ | head -1`: the closed pipe ends the output, not with a traceback
+    or an internal error, and the exit status still says there were findings."""
+    fixtures = Path(__file__).resolve().parent.parent / "fixtures"
+    command = f"{shlex.quote(sys.executable)} -m torchlint_inplace --isolated --no-cache {shlex.quote(str(fixtures))} | head -c 1; exit ${{PIPESTATUS[0]}}"
+    result = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 1, result.stderr
+    assert "error" not in result.stderr.lower(), result.stderr

@@ -127,6 +127,7 @@ def check(
         config=config_path,
         isolated=isolated,
     )
+    findings: list[Finding] = []
     try:
         settings = config.resolve(overrides)
         if verbose:
@@ -154,6 +155,8 @@ def check(
         _write(report, format_, output_file, statistics, quiet)
     except config.ConfigError as error:
         fail(str(error))
+    except BrokenPipeError:  # the reader stopped early (`| head`): what it read stands, the status too
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     except Exception as error:  # a bug of ours: one line, the traceback only on request
         if verbose:
             traceback.print_exc()

@@ -8,10 +8,9 @@ through a `Project` shared by the whole run.
 
 from __future__ import annotations
 
-import sys
-
 import libcst as cst
 
+from ..recursion import deep_recursion
 from .interpreter import FunctionInterpreter
 from .model import FileAnalysis, Form, Mutation
 from .project import FileContext, Project, key_of
@@ -32,26 +31,17 @@ def analyze(module: cst.Module, path: str, project: Project | None = None, previ
     return FileAnalysis(path, module, list(sink.values()), preview, dependencies, frozenset(project.scanned_roots))
 
 
-# The interpreter recurses once per link of an expression chain (`x + x + ...`, `x.a.b...`).
-# Python 3.11 does not spend C stack on Python-to-Python calls, so a higher limit is safe; a
-# body nested deeper still is skipped rather than failing the whole file.
-_RECURSION_LIMIT = 20_000
-
-
 def _interpret(project: Project, ctx: FileContext, sink: dict[tuple, Mutation], report: FileContext) -> None:
     top_level = [statement for statement in ctx.module.body if not isinstance(statement, (cst.FunctionDef, cst.ClassDef))]
     runs = [(lambda func=func, cls=cls: FunctionInterpreter(project, ctx, cls, sink, report=report).run_function(func)) for func, cls in ctx.bodies]
     runs.append(lambda: FunctionInterpreter(project, ctx, None, sink, report=report).run_statements(top_level))
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))
-    try:
+    # The interpreter recurses once per link of an expression chain (`x + x + ...`, `x.a.b...`).
+    with deep_recursion():
         for run in runs:
             try:
                 run()
             except RecursionError:
                 continue  # pathologically deep expressions: this body yields no findings
-    finally:
-        sys.setrecursionlimit(limit)
 
 
 __all__ = ["FileAnalysis", "Form", "Mutation", "Project", "analyze"]
