@@ -10,7 +10,11 @@ are judged against their fixes (the fixer's edits, a stand-in edit, no fix at al
 from __future__ import annotations
 
 import ast
+import json
+import os
+import sys
 import textwrap
+import time
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
@@ -75,8 +79,67 @@ def _labels() -> dict[tuple[str, int], set[str]]:
     return kinds
 
 
+# A forward that forks a child which sleeps (out of the child's process group when it calls
+# setsid()), and records the forked pid in `<module>.pids` beside the module.
+FORKS = """
+    import os
+    import time
+    import torch
+    from torch import nn
+
+    class Forks(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+        def forward(self, x):
+            ready, told = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                {escape}
+                os.write(told, b"1")
+                time.sleep(600)
+                os._exit(0)
+            os.read(ready, 1)
+            with open(__file__.removesuffix(".py") + ".pids", "a") as pids:
+                pids.write(f"{{pid}}\\n")
+            y = torch.tanh(self.fc(x))
+            y.add_(1)
+            return y
+    """
+# The same module with and without grad mode turned off at import: confirmed only with it on.
+GRAD = """
+    import torch
+    from torch import nn
+    {prelude}
+
+    class Activated(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+        def forward(self, x):
+            y = torch.tanh(self.fc(x))
+            y.add_(1)
+            return y
+    """
+SECRET = "TORCHLINT_TEST_SECRET"
 MISBEHAVING = {
     "exits_at_import.py": "import sys\nsys.exit(3)\n",
+    "reads_stdin_at_import.py": "input('name? ')\n",
+    "environment.py": f"""
+        import json
+        import os
+        with open(os.path.join(os.path.dirname(__file__), "environment.json"), "w") as seen:
+            json.dump({{"cwd": os.getcwd(), "secret": os.environ.get("{SECRET}"), "confirm": os.environ.get("TORCHLINT_INPLACE_CONFIRM")}}, seen)
+        """,
+    "exits_in_forward.py": """
+        import sys
+        from torch import nn
+
+        class Exits(nn.Module):
+            def forward(self, x):
+                x.mul_(2)
+                sys.exit(5)
+        """,
     "os_exit.py": """
         import os
         from torch import nn
@@ -109,23 +172,10 @@ MISBEHAVING = {
                 y.mul_(2)
                 return y
         """,
-    "forks.py": """
-        import os
-        import time
-        import torch
-        from torch import nn
-
-        class Forks(nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.fc = nn.Linear(4, 4)
-            def forward(self, x):
-                if os.fork() == 0:
-                    time.sleep(600)
-                y = torch.tanh(self.fc(x))
-                y.add_(1)
-                return y
-        """,
+    "forks.py": FORKS.format(escape="pass"),
+    "forks_a_new_session.py": FORKS.format(escape="os.setsid()"),
+    "grad_off_at_import.py": GRAD.format(prelude="torch.set_grad_enabled(False)"),
+    "grad_on.py": GRAD.format(prelude=""),
     "hangs.py": """
         import time
         from torch import nn
@@ -175,11 +225,18 @@ MISBEHAVING = {
                 return self.fc(x)
         """,
 }
+# Run in this order: grad_on.py right after grad_off_at_import.py.
 WRITTEN_LINES = {
+    "reads_stdin_at_import.py": "input(",
+    "environment.py": "import json",
+    "exits_in_forward.py": "x.mul_(2)",
     "os_exit.py": "x.mul_(2)",
     "segfault.py": "x.mul_(2)",
     "chatty.py": "y.mul_(2)",
     "forks.py": "y.add_(1)",
+    "forks_a_new_session.py": "y.add_(1)",
+    "grad_off_at_import.py": "y.add_(1)",
+    "grad_on.py": "y.add_(1)",
     "hangs.py": "x.mul_(2)",
 }
 # Whole lines (indentation included) of models.py, by the status they should get.
@@ -288,8 +345,31 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     fixed = _fix_jobs(project)
     jobs += [(finding.path, [finding]) for finding in fixed.values()]  # one request each: statuses are per line
     specs = {"Configured": {"args": [{"width": 3}], "inputs": "torch.randn(2, 3)"}}
-    statuses = confirm_files(jobs, ConfirmOptions(timeout=TIMEOUT_S, specs=specs))
-    return {"statuses": statuses, "hazards": hazards, "safe": safe, "written": written, "models": model_findings, "fixed": fixed}
+    before = _parent_state()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(SECRET, "hunter2")
+        statuses = confirm_files(jobs, ConfirmOptions(timeout=TIMEOUT_S, specs=specs))
+    return {
+        "statuses": statuses,
+        "hazards": hazards,
+        "safe": safe,
+        "written": written,
+        "models": model_findings,
+        "fixed": fixed,
+        "project": project,
+        "parent": (before, _parent_state()),
+    }
+
+
+def _parent_state() -> dict:
+    """What running the code under test must leave as it was in this process."""
+    return {
+        "cwd": os.getcwd(),
+        "environment": dict(os.environ),
+        "grad": torch.is_grad_enabled(),
+        "dtype": torch.get_default_dtype(),
+        "modules": set(sys.modules),
+    }
 
 
 def _text(finding: Finding) -> str:
@@ -374,4 +454,81 @@ def test_misbehaving_modules_are_reported_and_the_run_goes_on(run: dict) -> None
     assert statuses["segfault.py"].startswith("not run: the process died of SIGSEGV")
     assert statuses["chatty.py"] == "confirmed: raises"  # megabytes of output, drained and dropped
     assert statuses["forks.py"] == "confirmed: raises"  # the forked copy neither reports nor outlives the run
+    assert statuses["forks_a_new_session.py"] == "confirmed: raises"
     assert statuses["hangs.py"] == f"not run: killed after the {TIMEOUT_S:g}s timeout"
+    assert statuses["exits_in_forward.py"] == "not run: Exits raised SystemExit: 5"
+    assert statuses["reads_stdin_at_import.py"] == "not run: importing the file raised EOFError: EOF when reading a line"
+
+
+@pytest.mark.parametrize("name", ["forks.py", "forks_a_new_session.py"])
+def test_processes_the_code_forked_do_not_outlive_the_run(run: dict, name: str) -> None:
+    pids = [int(pid) for pid in (run["project"] / name.replace(".py", ".pids")).read_text().split()]
+    assert pids
+    deadline = time.monotonic() + 5
+    while (alive := [pid for pid in pids if _alive(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_code_runs_in_the_project_root_with_a_filtered_environment(run: dict) -> None:
+    seen = json.loads((run["project"] / "environment.json").read_text())
+    assert seen == {"cwd": str(run["project"]), "secret": None, "confirm": "1"}
+
+
+def test_the_parent_is_unchanged(run: dict) -> None:
+    before, after = run["parent"]
+    added = {name for name in after["modules"] - before["modules"] if str(run["project"]) in str(getattr(sys.modules[name], "__file__", ""))}
+    assert not added
+    assert {key: value for key, value in after.items() if key != "modules"} == {key: value for key, value in before.items() if key != "modules"}
+
+
+def test_grad_mode_set_at_import_stays_in_its_file(run: dict) -> None:
+    order = list(run["written"])
+    assert order.index("grad_on.py") == order.index("grad_off_at_import.py") + 1  # confirmed right after
+    assert run["statuses"][run["written"]["grad_off_at_import.py"]] == "benign"  # no graph, so no error
+    assert run["statuses"][run["written"]["grad_on.py"]] == "confirmed: raises"
+
+
+# Forwards that allocate 16 GiB under a 2 GiB limit: at once in Python and in torch, and in
+# 1 GiB steps until it fails (endless on `meta`, where allocating costs nothing).
+HUNGRY = {
+    "python_allocation.py": "bytearray(16 * 1024**3)",
+    "torch_allocation.py": "torch.ones(4 * 1024**3)",
+    "allocation_loop.py": "[torch.ones(256 * 1024**2) for _ in iter(int, 1)]",
+}
+MEMORY_LIMIT, MEMORY_TIMEOUT_S = 2 * 1024**3, 30.0
+
+
+@pytest.fixture(scope="module")
+def hungry(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, float]]:
+    """Each module's status and how long its file took."""
+    project = tmp_path_factory.mktemp("hungry")
+    (project / "pyproject.toml").write_text("", encoding="utf-8")
+    findings = {}
+    for name, allocation in HUNGRY.items():
+        text = f"import torch\nfrom torch import nn\n\nclass Hungry(nn.Module):\n    def forward(self, x):\n        held = {allocation}\n        x.mul_(2)\n        return x\n"
+        (project / name).write_text(text, encoding="utf-8")
+        findings[name] = _finding(project / name, 7)
+    ends = [time.monotonic()]
+    statuses = confirm_files(
+        [(finding.path, [finding]) for finding in findings.values()],
+        ConfirmOptions(timeout=MEMORY_TIMEOUT_S, memory_bytes=MEMORY_LIMIT),
+        on_file_done=lambda path: ends.append(time.monotonic()),
+    )
+    return {name: (statuses[finding], end - start) for (name, finding), start, end in zip(findings.items(), ends, ends[1:])}
+
+
+@pytest.mark.parametrize("name", list(HUNGRY))
+def test_running_out_of_memory_is_reported_promptly(hungry: dict, name: str) -> None:
+    status, took = hungry[name]
+    assert status.startswith("not run: Hungry.forward raised ") and status.endswith("(memory limit 2 GiB)")
+    assert "MemoryError" in status or "can't allocate memory" in status
+    assert took < MEMORY_TIMEOUT_S / 3  # the first file's time includes the server's start

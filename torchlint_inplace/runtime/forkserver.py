@@ -5,7 +5,9 @@ still run in a process of its own. So `confirm.py` starts this server, which pay
 once and forks a child per request (file x device) that inherits it. The server supervises each
 child, so nothing the code under test does reaches the linter:
 
-- the child leads its own process group (whatever it forks is killed with it), has stdin on
+- the child leads its own process group (whatever it forks is killed with it); the server is a
+  child subreaper (Linux), so a process that left the group (`setsid()`) is re-parented to it
+  once its parent dies, and is killed when the file is done; the child has stdin on
   /dev/null, a memory limit (address space, CPU runs), and the file's project root as cwd;
 - its stdout/stderr go to a pipe the server drains, keeping only the tail: megabytes of prints
   cost nothing but time;
@@ -19,6 +21,7 @@ child. Protocol: one JSON request per line on stdin, one JSON response per line 
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import resource
@@ -38,6 +41,9 @@ from .inputs import spec_from_json
 OUTPUT_TAIL_BYTES = 8192
 # After the child ended, how long its leftover output may take to arrive.
 DRAIN_S = 1.0
+PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
+# How long ending a file's leftover processes may take (each round kills one generation).
+REAP_S = 5.0
 
 
 def _child(request: dict, device: str, result_fd: int, output_fd: int) -> None:
@@ -48,8 +54,9 @@ def _child(request: dict, device: str, result_fd: int, output_fd: int) -> None:
         os.dup2(null, 0)
         os.dup2(output_fd, 1)
         os.dup2(output_fd, 2)
-        if device == "cpu":  # CUDA reserves address space far beyond any sensible limit
-            limit = int(request["memory_bytes"])
+        # CUDA reserves address space far beyond any sensible limit.
+        limit = int(request["memory_bytes"]) if device == "cpu" else None
+        if limit is not None:
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         os.chdir(request["root"])
         sys.path.insert(0, request["root"])
@@ -64,7 +71,7 @@ def _child(request: dict, device: str, result_fd: int, output_fd: int) -> None:
         codes = {int(line): codes for line, codes in request["codes"].items()}
         specs = {name: spec_from_json(spec) for name, spec in request.get("specs", {}).items()}
         fixes = {int(line): {code: fix_from_json(fix) for code, fix in by_code.items()} for line, by_code in request.get("fixes", {}).items()}
-        probe.probe(probe.Request(Path(request["file"]), codes, device, specs, fixes), emit)
+        probe.probe(probe.Request(Path(request["file"]), codes, device, specs, fixes, limit), emit)
     except BaseException:
         traceback.print_exc()
     finally:
@@ -92,6 +99,41 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def _become_subreaper() -> None:
+    """Orphans below this process are re-parented to it rather than to init (Linux only; a
+    no-op elsewhere, where killing the child's process group is all there is)."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _children() -> list[int]:
+    pids: list[int] = []
+    for listing in Path("/proc/self/task").glob("*/children"):
+        try:
+            pids += map(int, listing.read_text().split())
+        except OSError:  # a thread that just ended
+            pass
+    return pids
+
+
+def _end_leftovers() -> None:
+    """Kills and reaps every process still below the server once a file's child has been reaped:
+    what the code under test forked and moved out of the child's process group. Killing one
+    re-parents its own children here, so this repeats until none is left."""
+    deadline = time.monotonic() + REAP_S
+    while (pids := _children()) and time.monotonic() < deadline:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in pids:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
 
 
 def supervise(request: dict, device: str) -> dict[int, str]:
@@ -150,6 +192,7 @@ def supervise(request: dict, device: str) -> dict[int, str]:
         _kill_group(pid)
         _, code = os.waitpid(pid, 0)
         status = None if timed_out else code
+    _end_leftovers()
     reason = _ending(status, timeout, tail)
     return {line: statuses.get(line, reason) for line in map(int, request["codes"])}
 
@@ -181,6 +224,7 @@ def combine(per_device: dict[str, dict[int, str]]) -> dict[int, str]:
 
 
 def serve() -> None:
+    _become_subreaper()
     cuda_available: bool | None = None
     for line in sys.stdin:
         request = json.loads(line)

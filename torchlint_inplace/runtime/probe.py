@@ -21,9 +21,11 @@ import importlib
 import inspect
 import importlib.util
 import re
+import signal
 import sys
 import traceback
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -52,6 +54,11 @@ MAX_CALLERS = 8
 # Input magnitudes the fix comparison tries: a silent hazard can hide at small values (a clamp
 # that clips nothing), so larger inputs get a second chance.
 INPUT_SCALES = (1.0, 8.0)
+# How long one candidate shape may run on `meta`: allocating costs nothing there, so a forward
+# that allocates until memory runs out never ends; the real device (and its limit) then decides.
+META_TRIAL_S = 3.0
+# Allocation failures, by their message (torch's allocators raise RuntimeError, not MemoryError).
+OUT_OF_MEMORY = re.compile(r"can't allocate memory|out of memory", re.IGNORECASE)
 
 
 def rank(status: str) -> int:
@@ -70,6 +77,7 @@ class Request:
     device: str
     specs: dict[str, Spec] = field(default_factory=dict)
     fixes: dict[int, dict[str, Fix]] = field(default_factory=dict)  # finding line -> code -> its fix
+    memory_bytes: int | None = None  # the child's address-space limit, to name when it runs out
 
 
 # ---------------------------------------------------------------- importing and finding drivers
@@ -336,7 +344,10 @@ class Harness:
             meta = None
         leading = inputs.first_layer(meta if meta is not None else self.build()) if self.is_module else None
         candidates = list(inputs.layouts(entry.slots, leading))
-        fitting = [layout for layout in candidates[: inputs.META_TRIALS] if meta is not None and self._runs_on_meta(meta, entry, layout)]
+        try:
+            fitting = [layout for layout in candidates[: inputs.META_TRIALS] if meta is not None and self._runs_on_meta(meta, entry, layout)]
+        except _TooLong:  # meta cannot tell: the candidates run on the real device instead
+            fitting = []
         yield from fitting
         if not fitting:
             yield from candidates[: inputs.REAL_TRIALS]
@@ -345,7 +356,7 @@ class Harness:
     def _runs_on_meta(instance: object, entry: Entry, layout: inputs.Layout) -> bool:
         try:
             values, _ = inputs.with_grad(layout.build("meta"))
-            with torch.device("meta"):
+            with torch.device("meta"), _time_limit(META_TRIAL_S):
                 getattr(instance, entry.name)(*values)
         except RuntimeError as error:
             return bool(REFUSED_WRITE.search(str(error)))
@@ -377,6 +388,24 @@ class Harness:
         return [*flat_tensors(output), *(p.grad for p in parameters), *(leaf.grad for leaf in leaves)]
 
 
+class _TooLong(BaseException):
+    """A meta trial ran past META_TRIAL_S (a BaseException: user code's `except Exception` lets it by)."""
+
+
+@contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    def expire(signum: int, frame: object) -> None:
+        raise _TooLong
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def drive(driver: object, module: ModuleType, request: Request, outcome: Outcome, arguments: tuple[tuple, dict]) -> None:
     """Build, feed and run one driver; raises NotRun with the reason when it cannot be done."""
     harness = Harness(driver, module, request, arguments)
@@ -388,7 +417,7 @@ def drive(driver: object, module: ModuleType, request: Request, outcome: Outcome
     except NotRun:
         raise
     except Exception as error:
-        raise NotRun(f"{call} raised {_describe(error)}") from error
+        raise NotRun(f"{call} raised {_describe(error, request.memory_bytes)}") from error
     entries = harness.entries(built[0], sorted(request.codes))
     if not entries:
         raise NotRun(f"{driver.__name__} has no forward() and no public method holding a finding")
@@ -399,6 +428,7 @@ def drive(driver: object, module: ModuleType, request: Request, outcome: Outcome
 
 def _run_entry(harness: Harness, entry: Entry, outcome: Outcome) -> inputs.Layout | None:
     errors = []
+    where = f"{harness.driver.__name__}.{entry.name}" if isinstance(harness.driver, type) else f"{entry.name}()"
     for layout in harness.layouts(entry):
         try:
             instance = harness.build()
@@ -407,8 +437,9 @@ def _run_entry(harness: Harness, entry: Entry, outcome: Outcome) -> inputs.Layou
             observed(lambda: _forward_backward(getattr(instance, entry.name), values), outcome)
             return layout
         except Exception as error:  # inputs that do not fit: try the next layout
+            if _out_of_memory(error):  # other small inputs would only run out again
+                raise NotRun(f"{where} raised {_describe(error, harness.request.memory_bytes)}") from error
             errors.append(_describe(error))
-    where = f"{harness.driver.__name__}.{entry.name}" if isinstance(harness.driver, type) else f"{entry.name}()"
     raise NotRun(f"no synthetic input worked for {where} ({errors[0] if errors else 'no candidates'})")
 
 
@@ -470,9 +501,17 @@ def _alternative(harness: Harness, entry: Entry, layout: inputs.Layout | None, r
     return line, f"no fix to apply; against a {VARIANTS[code]}", with_variant
 
 
-def _describe(error: BaseException) -> str:
+def _out_of_memory(error: BaseException) -> bool:
+    return isinstance(error, MemoryError) or (isinstance(error, RuntimeError) and bool(OUT_OF_MEMORY.search(str(error))))
+
+
+def _describe(error: BaseException, memory_bytes: int | None = None) -> str:
+    """The error's type and first line; for running out of memory, the limit that was hit."""
     text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+    described = f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+    if memory_bytes is not None and _out_of_memory(error):
+        described += f" (memory limit {memory_bytes / 1024**3:g} GiB)"
+    return described
 
 
 # ---------------------------------------------------------------- the whole file
@@ -488,7 +527,7 @@ def probe(request: Request, emit: Callable[[dict[int, str]], None]) -> None:
     try:
         module = import_file(request.file)
     except BaseException as error:  # SystemExit and KeyboardInterrupt from module code included
-        emit(dict.fromkeys(lines, f"not run: importing the file raised {_describe(error)}"))
+        emit(dict.fromkeys(lines, f"not run: importing the file raised {_describe(error, request.memory_bytes)}"))
         return
     tree = ast.parse(request.file.read_text(encoding="utf-8"))
     spans = {node.name: range(node.lineno, (node.end_lineno or node.lineno) + 1) for node in _class_spans(tree)}
@@ -521,7 +560,7 @@ def probe(request: Request, emit: Callable[[dict[int, str]], None]) -> None:
             except NotRun as reason:
                 reasons.update({line: f"not run: {reason}" for line in driver.owned if number == 0})
             except BaseException as error:  # sys.exit() and friends inside the user's forward
-                reasons.update({line: f"not run: {driver.name} raised {_describe(error)}" for line in driver.owned if number == 0})
+                reasons.update({line: f"not run: {driver.name} raised {_describe(error, request.memory_bytes)}" for line in driver.owned if number == 0})
             update = {}
             for line in speaks_for:
                 status = outcome.status(line, owned=line in driver.owned and not failed)
