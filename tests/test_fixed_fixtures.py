@@ -80,13 +80,15 @@ def test_fixed_file_compiles_and_keeps_only_unfixable_findings(path: Path) -> No
 
 
 def test_every_fixed_file_without_unfixable_hazards_lints_clean() -> None:
-    """Only TIP008/TIP009 (no fix) and hazards the fixer cannot reach may remain."""
+    """Only TIP008/TIP009 (no fix) and hazards the fixer cannot reach may remain: a shared
+    inplace module, and writes through a view of another live tensor (the write is how that
+    tensor changes, so rebinding or cloning the view would be wrong)."""
     remaining = {}
     for path in FIXED_FILES:
         codes = {f.code for f in check_source(str(path), path.read_text(encoding="utf-8"))}
         if codes:
             remaining[path.relative_to(FIXED).as_posix()] = sorted(codes)
-    assert remaining == {"seeds/seed1_shared_modules.py": ["TIP004"]}
+    assert remaining == {"seeds/seed1_shared_modules.py": ["TIP004"], "views/view_then_mutate.py": ["TIP001", "TIP002", "TIP003"]}
 
 
 # --- runtime: the fixed modules run; what raised or silently differed no longer does -----------

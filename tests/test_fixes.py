@@ -77,6 +77,23 @@ def test_rewriting_an_element_of_a_tensor_list_argument_is_unsafe() -> None:
     assert fix_all(text, unsafe=False) == text
 
 
+def test_a_write_through_a_view_of_another_tensor_gets_no_fix() -> None:
+    """torchvision's adjust_sharpness: `view` is a window into `output`, which is returned;
+    `view = view.add(...)` would leave `output` unsharpened."""
+    text = module("""
+        class Sharpen(nn.Module):
+            def forward(self, image, kernel):
+                output = image.clone()
+                blurred = F.conv2d(output, kernel)
+                view = output[..., 1:-1, 1:-1]
+                y = view * blurred
+                view.add_(blurred)
+                return output, y
+    """)
+    findings = check_source(PATH, text)
+    assert [finding.code for finding in findings] == ["TIP001"] and findings[0].fix is None
+
+
 def test_method_used_as_a_value_rebinds_with_a_walrus() -> None:
     text = module("""
         def f(x: torch.Tensor, w: torch.Tensor):

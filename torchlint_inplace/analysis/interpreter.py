@@ -91,6 +91,7 @@ class FunctionInterpreter(CallEvaluator):
         self.report = report or ctx  # the file whose findings are collected: a callee's, when reading its callers
         self.param_storages: frozenset[int] = frozenset()
         self.caller_storages: frozenset[int] = frozenset()
+        self.view_names: set[str] = set()  # names ever bound to a view of a tensor (`v = out[1:]`)
         self.facts = ctx.facts
         self.cls = cls
         self.sink = sink
@@ -342,6 +343,8 @@ class FunctionInterpreter(CallEvaluator):
         if name is not None:
             state.env[name] = value
             state.stale.pop(name, None)
+            if isinstance(statement, cst.Assign) and is_tensor(value) and self.is_view_expression(statement.value):
+                self.view_names.add(name)
             # Rebinding `a` makes everything known about `a.b` stale.
             prefix = name + "."
             for key in [key for key in state.env if key.startswith(prefix)]:
@@ -552,8 +555,10 @@ class FunctionInterpreter(CallEvaluator):
             form = Form.HIDDEN
         hazard = self.hazard_of(target, state, site, written)
         if hazard is not None:
-            exclusive = isinstance(target_expr, cst.Name) and self.is_exclusive(target_expr.value, target, state)
-            self.emit(form, site, f"{action} `{written}` in place", hazard, target_expr, exclusive)
+            name = target_expr.value if isinstance(target_expr, cst.Name) else None
+            exclusive = name is not None and self.is_exclusive(name, target, state)
+            through_view = name in self.view_names and self.shares_storage(name, target, state)
+            self.emit(form, site, f"{action} `{written}` in place", hazard, target_expr, exclusive, through_view)
         elif hidden_from_reader and self.grad_enabled:
             pending = PendingWrite(form, site, action, written)
             if target.fresh_buffer and target.grad is Grad.NO:
@@ -585,11 +590,22 @@ class FunctionInterpreter(CallEvaluator):
 
     def is_exclusive(self, name: str, target: Val, state: State) -> bool:
         """A local that is not an argument and shares its storage with no other live name."""
-        if target.storages & self.caller_storages:
-            return False
-        return not any(other != name and isinstance(value, Val) and value.storages & target.storages for other, value in state.env.items())
+        return not target.storages & self.caller_storages and not self.shares_storage(name, target, state)
 
-    def emit(self, form: Form, site: Site, action: str, hazard: Hazard, target: cst.CSTNode | None = None, exclusive: bool = False) -> None:
+    def shares_storage(self, name: str, target: Val, state: State) -> bool:
+        return any(other != name and isinstance(value, Val) and value.storages & target.storages for other, value in state.env.items())
+
+    def is_view_expression(self, expr: cst.BaseExpression) -> bool:
+        """`out[1:]`, `out.T`, `out.view(...)`: what is written through it lands in `out`."""
+        if isinstance(expr, cst.Subscript):
+            return not string_index(expr)
+        if isinstance(expr, cst.Attribute):
+            return expr.attr.value in self.facts.view_attributes
+        return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in self.facts.view_methods
+
+    def emit(
+        self, form: Form, site: Site, action: str, hazard: Hazard, target: cst.CSTNode | None = None, exclusive: bool = False, through_view: bool = False
+    ) -> None:
         if site.path != self.report.path:
             return  # reported when the file it lives in is checked
         if self.report is not self.ctx:
@@ -604,6 +620,7 @@ class FunctionInterpreter(CallEvaluator):
                 certain=hazard.certain,
                 target=target if site.path == self.ctx.path else None,
                 exclusive=exclusive and site.path == self.ctx.path,
+                through_view=through_view,
             ),
         )
 

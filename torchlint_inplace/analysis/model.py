@@ -54,6 +54,9 @@ class Mutation:
     # rebinding it cannot change what any other reader or caller observes (a safe fix).
     target: cst.CSTNode | None = None
     exclusive: bool = False
+    # Written through a view of a tensor another live name holds (`v = out[1:]; v.add_(1)`):
+    # the write is how `out` changes, so rebinding or cloning `v` would be wrong (no fix).
+    through_view: bool = False
     # Which breach of a custom Function's contract (TIP005): "unmarked-write", "saved-then-written",
     # "dirty-not-written", "dirty-not-returned", "dirty-neither"; empty for other forms.
     kind: str = ""

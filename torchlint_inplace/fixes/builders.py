@@ -57,14 +57,15 @@ def _fix(description: str, edits: list[Edit | None], applicability: Applicabilit
 
 
 def _leaf(build):
-    """Writes into a leaf that requires grad are fixed by `torch.no_grad()`, whatever their form."""
+    """Writes into a leaf that requires grad are fixed by `torch.no_grad()`, whatever their form;
+    a write through a view of another live tensor gets no rewrite (it is how that tensor changes)."""
 
     def builder(mutation: Mutation, analysis: FileAnalysis) -> Fix | None:
         index = index_of(analysis.module)
         try:
             if mutation.consequence == RAISES_NOW_LEAF:
                 return _no_grad(mutation, index)
-            return build(mutation, index)
+            return None if mutation.through_view else build(mutation, index)
         except KeyError:  # a node from another file's tree: that file's check fixes it
             return None
 
