@@ -79,6 +79,10 @@ CASES = [
         "    def forward(self, x, names):\n        names += f'{x.shape}'\n        names += [n for n in names]\n        return torch.sigmoid(x)\n",
         True,
     ),
+    ("torch call outside the tensor namespaces", "def f():\n    props = torch.cuda.get_device_properties(0)\n    props[0] = 1\n", True),
+    ("torch factory", "def f():\n    t = torch.zeros(3)\n    t[0] = 1\n    return t\n", False),
+    ("comprehension of non-tensors", "def f(x):\n    sizes = [n * 2 for n in range(3)]\n    sizes[0] = 1\n    return x\n", True),
+    ("comprehension over a tensor", "def f(x):\n    parts = [p * 2 for p in x.unbind()]\n    parts[0].add_(1)\n    return parts\n", False),
     ("augmented assignment of a tensor after a list", "def f(x):\n    y = torch.sigmoid(x)\n    y += [1.0] and x\n    return y\n", False),
 ]
 

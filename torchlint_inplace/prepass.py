@@ -25,11 +25,13 @@ through one of these, and the pre-pass keeps any file where one of them might fi
 A write site is harmless, and does not keep its file, when one of these holds:
 
 - *Dead*: the written expression can never evaluate to a tensor. The interpreter's tensors come
-  only from a function's parameters (all of them in a summary run), torch calls, `self.<attr>`,
-  and expressions over those; a name holds a tensor only if something tensor-valued is assigned
+  only from a function's parameters (all of them in a summary run), calls in torch's tensor
+  namespaces with a tensor argument, torch factories, `nn.Parameter`, `self.<attr>`, and
+  expressions over those; a name holds a tensor only if something tensor-valued is assigned
   to it in the same function (the interpreter keeps no globals and never evaluates lambdas
-  into names; comprehensions are taken to hold tensors). `may_tensor` below over-approximates that, flow-
-  insensitively, to a fixpoint. Attribute chains lose tensor-ness except `.data`, `.grad`,
+  into names; a comprehension holds what its element may hold, its loop names holding what
+  their iterables may). `may_tensor` below over-approximates that, flow-insensitively, to a
+  fixpoint; containers count as tensors. Attribute chains lose tensor-ness except `.data`, `.grad`,
   view attributes and names assigned before, exactly as `eval_attribute` does.
 - *Growing a Python object*: an augmented assignment whose operand is a list, tuple, dict or
   set display, a comprehension or a string (`layers += [block]`): the interpreter writes
@@ -559,7 +561,7 @@ class _TensorJudge:
         if isinstance(expr, ast.NamedExpr):
             return self.judge(expr.value)
         if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
-            return True  # the interpreter evaluates their element into a list of (maybe) tensors
+            return self._comprehension(expr)
         return False  # constants, dicts, lambdas, f-strings, await
 
     def _call(self, call: ast.Call) -> bool:
@@ -567,8 +569,8 @@ class _TensorJudge:
         if any(map(self.judge, arguments)):
             return True
         func = call.func
-        if not self.params_only and any(name is not None and name.startswith("torch.") for name in self.scanner.qualnames(func)):
-            return True  # torch factories make tensors from nothing
+        if not self.params_only and any(map(self._makes_tensor_from_nothing, self.scanner.qualnames(func))):
+            return True
         if isinstance(func, ast.Attribute):
             if func.attr in _NON_TENSOR_METHODS and _dotted(func) not in self.names:
                 return False
@@ -576,6 +578,24 @@ class _TensorJudge:
                 return False  # self.method() / self.module(): a tensor only from tensor arguments
             return self.judge(func.value) or _dotted(func) in self.names
         return False  # project functions and modules held in names: tensors only from tensor arguments
+
+
+    def _comprehension(self, expr: ast.ListComp | ast.GeneratorExp | ast.SetComp) -> bool:
+        """`eval_comprehension`: a list of its element, evaluated once with each loop's names
+        holding what its iterable may hold (`[t for t in dtypes() if ...]` holds no tensor)."""
+        names = set(self.names)
+        for generator in expr.generators:
+            if _TensorJudge(self.scanner, names, self.params_only).judge(generator.iter):
+                names.update(_bound_names(generator.target))
+        return _TensorJudge(self.scanner, names, self.params_only).judge(expr.elt)
+
+    def _makes_tensor_from_nothing(self, qualname: str | None) -> bool:
+        """`call_torch` without tensor arguments: only `torch.*` factories and `nn.Parameter`
+        make a tensor (`torch.testing...dtypes()` and the like make none)."""
+        if qualname is None or not qualname.startswith("torch."):
+            return False
+        namespace, _, short = qualname.rpartition(".")
+        return qualname == "torch.nn.Parameter" or (namespace == "torch" and self.scanner.facts.is_factory(short))
 
 
 def _bound_names(target: ast.expr) -> list[str]:

@@ -24,7 +24,10 @@ from .positions import Positions, positions_of
 from .summaries import EMPTY, Summary
 from .torch_facts import TorchFacts, torch_facts
 
-MAX_PROJECT_FILE_BYTES = 2_000_000
+# Files read for context (callees, callers) are skipped above this size: their trees cost
+# hundreds of MB, and torch's 1.4 MB test table was read as a "caller" of files it merely
+# imports (5 s and 750 MB each time). Such a file is still checked when it is itself linted.
+MAX_PROJECT_FILE_BYTES = 500_000
 MAX_IMPORTER_SCAN = 5000
 _IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[^\n#]*|import[ \t]+[^\n#]+)", re.MULTILINE)
 # A syntax tree costs LibCST 100-600 bytes per character of source (torch's largest file, 1.4 MB
