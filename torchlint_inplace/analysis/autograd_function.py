@@ -13,8 +13,8 @@ from functools import partial
 
 import libcst as cst
 
-from .hazards import RAISES_AT_BACKWARD, Reason, explanation
-from .model import Form, Mutation
+from .hazards import RAISES_AT_BACKWARD
+from .model import Form, Mutation, Reason
 from .values import Site, State, Val, Value
 
 
@@ -104,7 +104,8 @@ class FunctionContract:
         return Mutation(
             form=Form.AUTOGRAD_FUNCTION,
             node=node,
+            action=action,
             locate=partial(self.ctx.span_of, node),
-            explain=partial(explanation, action, reason),
+            explain=lambda: reason,
             kind=kind,
         )

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..diagnostics import Related, Span
-from .model import Explanation
+from .model import Reason
 from .values import SaveRecord
 
 BACKWARD_ERROR = "one of the variables needed for gradient computation has been modified by an inplace operation"
@@ -25,16 +25,6 @@ SpanOf = Callable[[object], Span]
 
 
 @dataclass(frozen=True)
-class Reason:
-    """The words of a hazard: the clause after "but", the short outcome, notes and advice."""
-
-    text: str
-    consequence: str
-    related: tuple[Related, ...] = ()
-    help: str = ""
-
-
-@dataclass(frozen=True)
 class Hazard:
     """Why a write breaks, proven (`certain`) or only suspected (reported with --preview).
 
@@ -43,10 +33,6 @@ class Hazard:
 
     certain: bool
     reason: Callable[[], Reason]
-
-
-def explanation(action: str, reason: Reason) -> Explanation:
-    return Explanation(f"{action}, but {reason.text}", reason.consequence, reason.related, reason.help)
 
 
 def _save_notes(path: str, records: Sequence[SaveRecord], span_of: SpanOf) -> tuple[Related, ...]:

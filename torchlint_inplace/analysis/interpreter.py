@@ -18,7 +18,7 @@ import libcst as cst
 from .autograd_function import FunctionContract
 from .calls import CallEvaluator, dtype_name
 from .classes import ClassInfo
-from .hazards import Hazard, explanation, hidden_reason, leaf_reason, multi_view_reason, saved_reason, stale_reason
+from .hazards import Hazard, hidden_reason, leaf_reason, multi_view_reason, saved_reason, stale_reason
 from .imports import dotted
 from .model import Form, Mutation
 from .params import function_grad_enabled, tensor_list_parameters, tensor_parameters
@@ -615,8 +615,9 @@ class FunctionInterpreter(CallEvaluator):
             Mutation(
                 form=form,
                 node=site.node,
+                action=action,
                 locate=partial(self.report.span_of, site.node),
-                explain=lambda: explanation(action, hazard.reason()),
+                explain=hazard.reason,
                 certain=hazard.certain,
                 target=target if site.path == self.ctx.path else None,
                 exclusive=exclusive and site.path == self.ctx.path,

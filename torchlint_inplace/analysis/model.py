@@ -27,11 +27,12 @@ class Form(str, Enum):
 
 
 @dataclass(frozen=True)
-class Explanation:
-    """What a finding says: what is written and why it breaks, naming the saving op and its line
-    or the other reader; `consequence` is the short outcome ("raises at backward", ...)."""
+class Reason:
+    """Why a write breaks, in words: the clause after "but" (naming the op that saved the tensor
+    and its line, or the other reader), the short outcome ("raises at backward", ...), notes
+    pointing at the other lines involved, and advice."""
 
-    message: str
+    text: str
     consequence: str
     related: tuple[Related, ...] = ()
     help: str = ""
@@ -41,13 +42,14 @@ class Explanation:
 class Mutation:
     """One in-place write the analysis can explain.
 
-    Where it is (`span`) and what it says (`explanation`) are computed when first read: only the
+    Where it is (`span`) and why it breaks (`reason`) are computed when first read: only the
     mutations a rule reports pay for LibCST's positions, which cost more than the parse."""
 
     form: Form
     node: cst.CSTNode
+    action: str  # what is written, as the message starts: "`h.mul_()` modifies `h` in place"
     locate: Callable[[], Span] = field(repr=False)
-    explain: Callable[[], Explanation] = field(repr=False)
+    explain: Callable[[], Reason] = field(repr=False)
     certain: bool = True  # False: real in-place write whose consequence cannot be proven (preview)
     # For the fixer: the expression written in place (`x` in `x.add_(1)`, `x[i] = v`, `x += 1`,
     # `self.act(x)`), and whether it is a plain local name no other live name aliases, so that
@@ -66,24 +68,24 @@ class Mutation:
         return self.locate()
 
     @cached_property
-    def explanation(self) -> Explanation:
+    def reason(self) -> Reason:
         return self.explain()
 
     @property
     def message(self) -> str:
-        return self.explanation.message
+        return f"{self.action}, but {self.reason.text}"
 
     @property
     def consequence(self) -> str:
-        return self.explanation.consequence
+        return self.reason.consequence
 
     @property
     def related(self) -> tuple[Related, ...]:
-        return self.explanation.related
+        return self.reason.related
 
     @property
     def help(self) -> str:
-        return self.explanation.help
+        return self.reason.help
 
 
 @dataclass
