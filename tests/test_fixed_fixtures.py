@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from test_fixtures import FIXTURE_FILES, FIXTURES, _kind, _package_root, drivers, lines_executed, load_fixture
+from test_fixtures import FIXTURE_FILES, FIXTURES, _kind, fixture_root, drivers, lines_executed, load_fixture
 from torchlint_inplace.runner import check_source
 
 FIXED = FIXTURES / "_fixed"
@@ -37,7 +37,7 @@ def _units_changed(copy: Path) -> set[Path]:
     for path in FIXTURE_FILES:
         relative = path.relative_to(FIXTURES)
         if not filecmp.cmp(path, copy / relative, shallow=False):
-            root = _package_root(path)
+            root = fixture_root(path)
             unit = sorted(root.rglob("*.py")) if root is not None else [path]
             changed |= {member.relative_to(FIXTURES) for member in unit}
     return changed
@@ -108,7 +108,7 @@ def test_fixed_driver_runs_clean(path: Path, driver: str) -> None:
     torch = pytest.importorskip("torch")
     from test_fixtures import run_driver
 
-    root = _package_root(path) or path
+    root = fixture_root(path) or path
     remaining = _remaining_lines(root) if root.is_dir() else {str(path): {f.line for f in check_source(str(path), path.read_text(encoding="utf-8"))}}
     function = getattr(load_fixture(path), driver)
     torch.manual_seed(0)

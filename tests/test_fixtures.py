@@ -170,8 +170,46 @@ def _package_root(path: Path) -> Path | None:
     return root
 
 
+def _project_root(path: Path) -> Path | None:
+    """A fixture laid out as a project of scripts beside their modules (`train.py` next to
+    `utils/ops.py`, imported as `from utils.ops import scale_`): the nearest folder above it
+    holding a `pyproject.toml`, as a real project's root does."""
+    for folder in path.parents:
+        if folder == FIXTURES:
+            return None
+        if (folder / "pyproject.toml").is_file():
+            return folder
+    return None
+
+
+def fixture_root(path: Path) -> Path | None:
+    """The folder whose files are one fixture unit (a script project or a package); None for a standalone file."""
+    return _project_root(path) or _package_root(path)
+
+
+_entered_project: list[Path] = []
+
+
+def _enter_project(root: Path) -> None:
+    """Puts `root` first on `sys.path` as `python train.py` would, after forgetting the modules
+    of the project entered before (two projects may both have a `utils/ops.py`)."""
+    if _entered_project == [root]:
+        return
+    for previous in _entered_project:
+        sys.path[:] = [entry for entry in sys.path if entry != str(previous)]
+        for name, module in list(sys.modules.items()):
+            if Path(getattr(module, "__file__", None) or "/").is_relative_to(previous):
+                del sys.modules[name]
+    _entered_project[:] = [root]
+    sys.path.insert(0, str(root))
+
+
 def load_fixture(path: Path) -> ModuleType:
     """Imports a fixture by path under a unique name, so same-named files never collide."""
+    project = _project_root(path)
+    if project is not None:
+        _enter_project(project)
+        return importlib.import_module(".".join(path.relative_to(project).with_suffix("").parts).removesuffix(".__init__"))
     prefix = "fixture_" + re.sub(r"\W", "_", path.parent.relative_to(FIXTURES).as_posix())
     root = _package_root(path)
     if root is None:
@@ -217,12 +255,12 @@ def fixture_units() -> list[list[Path]]:
     (its drivers may live in one file and the labelled lines in another it imports)."""
     units: dict[Path, list[Path]] = {}
     for path in FIXTURE_FILES:
-        units.setdefault(_package_root(path) or path, []).append(path)
+        units.setdefault(fixture_root(path) or path, []).append(path)
     return list(units.values())
 
 
 def _unit_id(unit: list[Path]) -> str:
-    root = _package_root(unit[0])
+    root = fixture_root(unit[0])
     return _test_id(root) + "/" if root else _test_id(unit[0])
 
 

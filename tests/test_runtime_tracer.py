@@ -11,7 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from test_fixtures import DRIVER_CASES, FIXTURES, _kind, _package_root, _test_id, expected_findings, load_fixture  # noqa: E402
+from test_fixtures import DRIVER_CASES, FIXTURES, _kind, fixture_root, _test_id, expected_findings, load_fixture  # noqa: E402
 
 from torchlint_inplace.runtime import InplaceCulpritError, trace  # noqa: E402
 
@@ -54,7 +54,7 @@ def _modes(cases):
 
 def _expected_writes(path: Path) -> dict[tuple[str, int], str]:
     """(file, line) -> rule code of every `# expect:` line in the fixture's unit (file or package)."""
-    root = _package_root(path)
+    root = fixture_root(path)
     files = sorted(root.rglob("*.py")) if root else [path]
     return {(str(file), line): code for file in files for line, code in expected_findings(file.read_text(encoding="utf-8"))}
 
