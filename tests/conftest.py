@@ -51,3 +51,16 @@ def seed_files(tmp_path: Path) -> SeedFiles:
         mutation_line=lines.index("        t[:] = 3.0") + 1,
         saving_line=lines.index("        y = self.x * t") + 1,
     )
+
+
+# `pytest -m "not slow"` is the quick static loop: a module whose tests are all slow (it says so
+# with a module-level `pytestmark = pytest.mark.slow`) is not even imported for it, since
+# importing torch or hypothesis costs seconds in every worker.
+_ALL_SLOW = "\npytestmark = pytest.mark.slow"
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    quick = config.option.markexpr.replace(" ", "") == "notslow"
+    if quick and collection_path.suffix == ".py" and _ALL_SLOW in collection_path.read_text(encoding="utf-8"):
+        return True
+    return None

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+pytestmark = pytest.mark.slow  # runs project code under torch
+
 from torchlint_inplace.cli import main
 from torchlint_inplace.diagnostics import CONFIRMATION, Finding, Position, Severity, Span
 from torchlint_inplace.reporters import Report, write_report

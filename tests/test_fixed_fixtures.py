@@ -101,6 +101,7 @@ def _remaining_lines(unit_root: Path) -> dict[str, set[int]]:
 DRIVER_CASES = [(path, name) for path in FIXED_FILES for name in drivers(path)]
 
 
+@pytest.mark.slow  # runs the fixed fixtures under torch
 @pytest.mark.parametrize(("path", "driver"), DRIVER_CASES, ids=[f"{p.relative_to(FIXED).as_posix()}::{d}" for p, d in DRIVER_CASES])
 def test_fixed_driver_runs_clean(path: Path, driver: str) -> None:
     """raises_ drivers must run, silent_ drivers must now agree with their out-of-place reference;
@@ -130,6 +131,7 @@ def test_fixed_driver_runs_clean(path: Path, driver: str) -> None:
         torch.testing.assert_close(observed, reference)
 
 
+@pytest.mark.slow  # runs the fixed fixtures under torch
 def test_fixed_gradients_match_an_out_of_place_reference() -> None:
     """The fixed GatedProjection computes `h * gate + 0.5 * h` with the gradients autograd gives the
     same expression written out of place by hand."""
@@ -145,6 +147,7 @@ def test_fixed_gradients_match_an_out_of_place_reference() -> None:
     torch.testing.assert_close(model.proj.weight.grad, expected[1])
 
 
+@pytest.mark.slow  # runs the fixed fixtures under torch
 def test_fixed_activation_module_matches_reference_outputs_and_gradients() -> None:
     torch = pytest.importorskip("torch")
     fixed = load_fixture(FIXED / "tip004" / "inplace_modules.py")

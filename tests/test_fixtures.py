@@ -245,6 +245,7 @@ def run_driver(torch: ModuleType, driver: Callable[[], object], kind: str) -> No
 @pytest.mark.parametrize(
     ("path", "driver"), DRIVER_CASES, ids=[f"{_test_id(path)}::{name}" for path, name in DRIVER_CASES]
 )
+@pytest.mark.slow  # runs the drivers under torch
 def test_driver_behaves_as_labelled(path: Path, driver: str) -> None:
     torch = pytest.importorskip("torch")
     run_driver(torch, getattr(load_fixture(path), driver), _kind(driver))
@@ -284,6 +285,7 @@ def lines_executed(paths: list[Path]) -> Iterator[dict[str, set[int]]]:
         sys.settrace(previous)
 
 
+@pytest.mark.slow  # runs the drivers under torch
 @pytest.mark.parametrize("unit", fixture_units(), ids=_unit_id)
 def test_labelled_lines_are_run_by_matching_drivers(unit: list[Path]) -> None:
     texts = {str(path): path.read_text(encoding="utf-8") for path in unit}

@@ -37,6 +37,8 @@ from torchlint_inplace.diagnostics import NOT_CHECKED_CODE
 from torchlint_inplace.registry import all_rules
 from torchlint_inplace.runner import INTERNAL_ERROR, check_file
 
+pytestmark = pytest.mark.slow  # fuzzing
+
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 FIXTURE_FILES = sorted(path for path in FIXTURES.rglob("*.py") if "_fixed" not in path.parts)
 

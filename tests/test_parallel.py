@@ -26,6 +26,7 @@ def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "fixtures"
 
 
+@pytest.mark.slow  # lints a corpus several times
 def test_parallel_results_equal_serial_results(corpus: Path) -> None:
     settings = config.resolve(config.Overrides(isolated=True))
     paths = list(discover([corpus], settings))
@@ -37,6 +38,7 @@ def test_parallel_results_equal_serial_results(corpus: Path) -> None:
     assert sum(len(result.findings) for result in serial) > 20
 
 
+@pytest.mark.slow  # lints a corpus several times
 def test_cli_output_is_identical_for_any_jobs(corpus: Path) -> None:
     outputs = {
         jobs: CliRunner().invoke(main, ["--isolated", "--no-cache", "--format", "json", "--jobs", str(jobs), str(corpus)]).stdout
@@ -46,6 +48,7 @@ def test_cli_output_is_identical_for_any_jobs(corpus: Path) -> None:
     assert outputs[1] == outputs[2] == outputs[4]
 
 
+@pytest.mark.slow  # lints a corpus several times
 def test_a_project_that_keeps_one_tree_at_a_time_changes_nothing(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Memory is bounded by forgetting the syntax trees (and summaries) of files read earlier;
     findings must not notice: a forgotten callee is read again."""

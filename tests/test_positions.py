@@ -43,6 +43,7 @@ def test_every_fixture() -> None:
     assert sum(_assert_same_spans(cst.parse_module(path.read_bytes())) for path in FIXTURES) > 10_000
 
 
+@pytest.mark.slow  # reads the installed torch package
 def test_real_code_from_torch() -> None:
     spec = importlib.util.find_spec("torch")
     if spec is None or spec.origin is None:

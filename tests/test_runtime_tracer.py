@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # runs every fixture driver under torch and the tracer
+
 torch = pytest.importorskip("torch")
 
 from test_fixtures import DRIVER_CASES, FIXTURES, _kind, fixture_root, _test_id, expected_findings, load_fixture  # noqa: E402

@@ -54,6 +54,7 @@ def test_committed_file_is_small_and_says_how_to_regenerate(committed):
     assert committed["regenerate"] == "python scripts/gen_torch_tables.py"
 
 
+@pytest.mark.slow  # imports torch
 def test_regenerating_reproduces_the_committed_file(generator, committed, torch):
     if committed["torch_version"] != torch.__version__.split("+")[0]:
         pytest.skip(f"data generated for torch {committed['torch_version']}, installed {torch.__version__}")
@@ -62,6 +63,7 @@ def test_regenerating_reproduces_the_committed_file(generator, committed, torch)
     assert generator.render(fresh) == DATA.read_text()
 
 
+@pytest.mark.slow  # imports torch
 def test_mul_saves_each_operand_for_the_other(committed, torch):
     assert committed["ops"]["mul"]["saves"] == {"self": ["other"], "other": ["self"]}
     a = torch.rand(3, requires_grad=True)
@@ -71,6 +73,7 @@ def test_mul_saves_each_operand_for_the_other(committed, torch):
     assert a.untyped_storage().data_ptr() not in saved
 
 
+@pytest.mark.slow  # imports torch
 @pytest.mark.parametrize("name", ["sigmoid", "tanh", "exp", "relu", "softmax", "log_softmax"])
 def test_activations_save_their_result(committed, torch, name):
     assert committed["ops"][name]["saves"] == {"result": ["self"]}
@@ -112,6 +115,7 @@ def test_inplace_tables(committed):
     assert committed["inplace_functions"]["relu_"] == "relu"
 
 
+@pytest.mark.slow  # imports torch
 def test_views(committed, torch):
     views = committed["view_methods"]
     for name in ("view", "transpose", "detach", "reshape", "expand", "select", "narrow"):
@@ -130,6 +134,7 @@ def test_namespace_tables(committed):
     assert {"zeros", "ones", "tensor", "arange", "randn", "matmul"} <= set(committed["tensor_functions"])
 
 
+@pytest.mark.slow  # imports torch
 @pytest.mark.parametrize(("name", "saves"), [("ELU", ["result"]), ("Hardswish", []), ("ReLU", ["result"])])
 def test_inplace_modules_save_what_backward_checks(committed, torch, name, saves):
     """In place, ELU saves the tensor it overwrote (out of place: its input); Hardswish a clone."""

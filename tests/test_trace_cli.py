@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+pytestmark = pytest.mark.slow  # runs scripts under torch
+
 pytest.importorskip("torch")
 
 from conftest import SEED_HAZARD, SeedFiles  # noqa: E402
