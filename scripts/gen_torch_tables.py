@@ -126,6 +126,34 @@ Keys of the JSON document
     ``["result"]``: the written tensor's storage is saved; ``[]``: not saved (also for
     ops without gradient, e.g. ``zero_``, ``fill_``); ``null``: no template ran it in place
     (integer-only ``gcd_``, sparse ``resize_as_sparse_``, ``addmv_``, ``index_put_``...).
+``overloads``
+    For ops whose overloads save different things or return several tensors: op name ->
+    one entry per functional aten overload with a Default formula, ``{"params": [...],
+    "tensors": [...], "outputs": [...], "saves": {...}}``: its argument names, those typed
+    Tensor, its output names (``"result"`` for a single output) and what it saves (inputs
+    by name, outputs by output name) -> the inputs that make it save. ``max(x)`` saves
+    ``x``; ``max(x, dim)`` saves only its ``indices``. The analysis picks the overload a
+    call's arguments fit, and falls back to the merged ``ops`` entry.
+``integer_outputs``
+    For ops returning several tensors: the outputs of integer dtype when called on a float
+    tensor (``indices``): they never require grad.
+``module_parameters``
+    ``torch.nn`` module classes that hold parameters when built with the first constructor
+    template that works (``Linear``, ``Conv2d``, ``Embedding``...; not ``ReLU``, ``MaxPool2d``).
+``inplace_module_conditions``
+    Each class of ``inplace_modules`` that writes its input in place only sometimes ->
+    ``{"training_only": bool, "identity": {arg: value}}``: whether it leaves its input
+    alone in eval mode (``Dropout``), and constructor arguments whose value makes it an
+    identity that writes nothing (``Dropout(p=0.0)``), probed by building each with
+    ``inplace=True`` and checking the input's version.
+``inplace_functional_conditions``
+    The same for the ``inplace_kwarg_functionals`` (``dropout``: ``p=0.0`` writes nothing, nor
+    does ``training=False``), probed with the ``inplace_function_saves`` templates.
+``parameter_writing_modules``
+    ``torch.nn`` module class -> the constructor argument that makes its forward rewrite its
+    own parameters in place (``Embedding(max_norm=...)`` renormalises rows of its weight),
+    probed by setting each argument whose default is None to 1.0 and checking the
+    parameters' versions after a forward.
 ``out_functions``
     ``torch.<name>`` functions accepting ``out=`` (an aten overload with an ``out``
     argument, or ``out`` in the Python signature).
@@ -813,6 +841,189 @@ def derive_inplace_saves(
     return module_saves, dict(sorted(function_saves.items()))
 
 
+# ---------------------------------------------------------------- ops: overloads
+
+
+def derive_overloads() -> dict[str, list[dict[str, Any]]]:
+    """Per-overload saves for the names whose overloads differ or return several tensors."""
+    by_name: dict[str, list[dict[str, Any]]] = {}
+    for native, info in derivative_infos():
+        schema = native.func
+        if schema.name.name.inplace or schema.is_out_fn():
+            continue
+        args = [arg for arg in schema.arguments.flat_all if arg.name != "out"]
+        outputs = [ret.name or "result" for ret in schema.returns] if len(schema.returns) > 1 else ["result"]
+        saves = save_conditions(info)
+        entry_saves = {name: sorted(needing) for name, needing in saves.items() if name != "result"}
+        if "result" in saves:
+            saved_outputs = sorted({saved.nctype.name for d in info.derivatives for saved in d.saved_outputs})
+            for output in saved_outputs if len(outputs) > 1 else ["result"]:
+                if output in outputs:
+                    entry_saves[output] = sorted(saves["result"])
+        entry = {
+            "params": [arg.name for arg in args],
+            "tensors": [arg.name for arg in args if arg.type.is_tensor_like()],
+            "outputs": outputs,
+            "saves": dict(sorted(entry_saves.items())),
+        }
+        name = str(schema.name.name.base)
+        if entry not in by_name.setdefault(name, []):
+            by_name[name].append(entry)
+    return {
+        name: entries
+        for name, entries in sorted(by_name.items())
+        if name in python_names() and (len({json.dumps(e["saves"], sort_keys=True) for e in entries}) > 1 or any(len(e["outputs"]) > 1 for e in entries))
+    }
+
+
+def derive_integer_outputs(overloads: dict[str, list[dict[str, Any]]]) -> dict[str, list[str]]:
+    """Outputs of integer dtype of the several-output ops, by calling each on a float tensor."""
+    found: dict[str, list[str]] = {}
+    for name, entries in overloads.items():
+        outputs = next((e["outputs"] for e in entries if len(e["outputs"]) > 1), None)
+        func = getattr(torch, name, None)
+        if outputs is None or func is None:
+            continue
+        for extra in ((1,), (0,), ()):
+            try:
+                result = func(torch.rand(3, 4), *extra)
+            except Exception:
+                continue
+            if isinstance(result, tuple) and len(result) == len(outputs):
+                found[name] = [output for output, value in zip(outputs, result) if not value.is_floating_point()]
+                break
+    return found
+
+
+# ---------------------------------------------------------------- modules: behaviour
+
+
+def built_module(cls: type, **kwargs: Any) -> torch.nn.Module | None:
+    for ctor in MODULE_CTOR_TEMPLATES:
+        try:
+            torch.manual_seed(0)
+            return cls(*ctor, **kwargs)
+        except Exception:
+            continue
+    return None
+
+
+def derive_module_parameters() -> list[str]:
+    found = []
+    for name, cls in module_classes():
+        module = built_module(cls)
+        if module is not None and any(True for _ in module.parameters()):
+            found.append(name)
+    return found
+
+
+def version_bumps(module: torch.nn.Module, shape: tuple[int, ...], training: bool) -> int | None:
+    module.train(training)
+    data = non_leaf(make_tensor(Operand(shape), True))
+    version = data._version
+    try:
+        module(data)
+    except Exception:
+        return None
+    return data._version - version
+
+
+def writes_input(module: torch.nn.Module, training: bool) -> bool | None:
+    """Whether a forward bumps its input's version, on the input shape it takes with the fewest
+    bumps in eval mode: an "unbatched" input goes through in-place reshapes of its own
+    (`Dropout1d` unsqueezes a 2-D input in place), a batched one does not."""
+    runs = [(eval_bumps, shape) for shape in MODULE_INPUT_SHAPES if (eval_bumps := version_bumps(module, shape, False)) is not None]
+    if not runs:
+        return None
+    _, shape = min(runs, key=lambda run: run[0])
+    bumps = version_bumps(module, shape, training)
+    return None if bumps is None else bumps > 0
+
+
+def derive_inplace_module_conditions(inplace_modules: dict[str, int]) -> dict[str, dict[str, Any]]:
+    conditions: dict[str, dict[str, Any]] = {}
+    for name in inplace_modules:
+        cls = getattr(torch.nn, name)
+        module = built_module(cls, inplace=True)
+        if module is None or not writes_input(module, training=True):
+            continue
+        identity = {}
+        for parameter in inspect.signature(cls.__init__).parameters.values():
+            if isinstance(parameter.default, float) and not isinstance(parameter.default, bool) and parameter.default != 0.0:
+                zeroed = built_module(cls, inplace=True, **{parameter.name: 0.0})
+                if zeroed is not None and writes_input(zeroed, training=True) is False:
+                    identity[parameter.name] = 0.0
+        training_only = writes_input(module, training=False) is False
+        if training_only or identity:
+            conditions[name] = {"identity": identity, "training_only": training_only}
+    return conditions
+
+
+def function_writes(func: Callable[..., Any], **kwargs: Any) -> bool | None:
+    """Whether ``func`` bumps its first argument's version with these keywords, on the first
+    ``OP_TEMPLATES`` entry it runs on; None if none runs."""
+    for template in OP_TEMPLATES:
+        if not isinstance(template[0], Operand):
+            continue
+        torch.manual_seed(0)
+        args, _ = build_args(template, None)
+        args[0] = non_leaf(args[0])
+        version = args[0]._version
+        try:
+            func(*args, **kwargs)
+        except Exception:
+            continue
+        return args[0]._version != version
+    return None
+
+
+def derive_inplace_functional_conditions(inplace_functionals: dict[str, int]) -> dict[str, dict[str, Any]]:
+    """The same for the functionals with an ``inplace`` flag: a float argument whose 0.0 makes
+    the call write nothing (``F.dropout(x, p=0.0)``), and whether ``training=False`` does."""
+    conditions: dict[str, dict[str, Any]] = {}
+    for name in inplace_functionals:
+        func = getattr(F, name)
+        if not function_writes(func, inplace=True):
+            continue
+        parameters = inspect.signature(func).parameters
+        identity = {
+            parameter.name: 0.0
+            for parameter in parameters.values()
+            if isinstance(parameter.default, float) and parameter.default != 0.0
+            and function_writes(func, inplace=True, **{parameter.name: 0.0}) is False
+        }
+        training_only = "training" in parameters and function_writes(func, inplace=True, training=False) is False
+        if identity or training_only:
+            conditions[name] = {"identity": identity, "training_only": training_only}
+    return conditions
+
+
+def derive_parameter_writing_modules() -> dict[str, str]:
+    found: dict[str, str] = {}
+    for name, cls in module_classes():
+        try:
+            parameters = inspect.signature(cls.__init__).parameters.values()
+        except (TypeError, ValueError):
+            continue
+        for parameter in parameters:
+            if parameter.default is not None or parameter.kind is not parameter.POSITIONAL_OR_KEYWORD:
+                continue
+            module = built_module(cls, **{parameter.name: 1.0})
+            if module is None or not any(True for _ in module.parameters()):
+                continue
+            versions = [p._version for p in module.parameters()]
+            for data in (torch.randint(0, 4, (2, 3)), torch.rand(2, 4)):
+                try:
+                    with torch.no_grad():
+                        module(data)
+                except Exception:
+                    continue
+                if [p._version for p in module.parameters()] != versions:
+                    found[name] = parameter.name
+                break
+    return found
+
+
 # ---------------------------------------------------------------- torch namespace
 
 
@@ -883,6 +1094,7 @@ def build_tables(log: Callable[[str], None] = lambda message: None) -> dict[str,
         inplace_module_saves, inplace_function_saves = derive_inplace_saves(
             inplace_functions, inplace_functionals, inplace_modules
         )
+        overloads = derive_overloads()
         tables = {
             "torch_version": torch.__version__.split("+")[0],
             "regenerate": REGENERATE,
@@ -898,6 +1110,12 @@ def build_tables(log: Callable[[str], None] = lambda message: None) -> dict[str,
             "modules_not_probed": modules_not_probed,
             "inplace_module_saves": inplace_module_saves,
             "inplace_function_saves": inplace_function_saves,
+            "overloads": overloads,
+            "integer_outputs": derive_integer_outputs(overloads),
+            "module_parameters": derive_module_parameters(),
+            "inplace_module_conditions": derive_inplace_module_conditions(inplace_modules),
+            "inplace_functional_conditions": derive_inplace_functional_conditions(inplace_functionals),
+            "parameter_writing_modules": derive_parameter_writing_modules(),
             "out_functions": derive_out_functions(),
             "tensor_functions": derive_tensor_functions(),
         }

@@ -56,7 +56,8 @@ CASES = [
     ("subscript store into a dict", "def f(x):\n    d = {}\n    d['a'] = x\n    n = 0\n    n += 1\n    return d\n", True),
     ("subscript store into a forward argument", "class M(nn.Module):\n    def forward(self, x):\n        x[0] = 1\n        return x\n", False),
     ("in-place method on a tensor", "def f(x):\n    y = torch.sigmoid(x)\n    y.mul_(2)\n    return y\n", False),
-    ("in-place method on a non-tensor chain", "def f(m):\n    m.weight.data.normal_(0, 1)\n", True),
+    ("in-place method on a chain from an argument", "def f(m):\n    m.weight.data.normal_(0, 1)\n", False),  # a caller may pass a module
+    ("in-place method on a non-tensor chain", "def f():\n    m = {}\n    m.weight.data.normal_(0, 1)\n", True),
     ("nn.init helpers", "def init(w: torch.Tensor):\n    nn.init.normal_(w)\n    torch.nn.init.zeros_(w)\n", True),
     ("no_grad writes to locals and attributes", "class M(nn.Module):\n    @torch.no_grad()\n    def reset(self):\n        self.w.zero_()\n        t = torch.ones(3)\n        t[0] = 2\n        t += 1\n", True),
     ("no_grad write into its own parameter", "@torch.no_grad()\ndef clip(x):\n    x.clamp_(0, 1)\n", False),

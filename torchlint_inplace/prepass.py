@@ -54,6 +54,7 @@ A file `ast` cannot parse is never skipped: the runner reports its syntax error 
 from __future__ import annotations
 
 import ast
+import builtins
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,6 +68,7 @@ from .analysis.torch_facts import torch_facts
 _GRAD_ON_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in _GRAD_ON | _SET_GRAD)
 _FUNCTION_BASE_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in AUTOGRAD_FUNCTION_BASES)
 _ALIASING_ATTRIBUTES = frozenset({"data", "grad"})
+_BUILTINS = frozenset(dir(builtins))
 # `analysis.syntax.never_tensor_operand` in `ast`'s terms (with string and bytes constants).
 _NOT_TENSOR_OPERANDS = (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp, ast.JoinedStr)
 
@@ -298,6 +300,7 @@ class _Scanner:
         if self._steps and self._retain_graph:
             self.early_reason = self.early_reason or f"optimizer step after backward(retain_graph=...) at line {self._steps[0].lineno}"
         self.autograd_classes = [node for node in self.classes if any(self._names_function_base(base) for base in node.bases)]
+        self.defined = {node.name for node in (*self.functions, *self.classes)}
 
     # ------------------------------------------------------------------ verdict
 
@@ -536,8 +539,11 @@ class _TensorJudge:
             text = _dotted(expr)
             if text is not None and text in self.names:
                 return True
-            if isinstance(expr.value, ast.Name) and expr.value.id == "self" and not self.params_only:
-                return True  # a parameter, buffer or submodule declared in __init__
+            if not self.params_only and (_root_name(expr) in self.names or _root_name(expr) == "self"):
+                # An attribute of an object a caller passes or code built: a module's weight
+                # (`model.fc.weight`), an instance's buffer — the interpreter evaluates
+                # construction code and runs functions with what their callers pass.
+                return True
             return expr.attr in self.view_attributes and self.judge(expr.value)
         if isinstance(expr, ast.Call):
             return self._call(expr)
@@ -574,11 +580,16 @@ class _TensorJudge:
         if isinstance(func, ast.Attribute):
             if func.attr in _NON_TENSOR_METHODS and _dotted(func) not in self.names:
                 return False
-            if isinstance(func.value, ast.Name) and func.value.id == "self":
-                return False  # self.method() / self.module(): a tensor only from tensor arguments
-            return self.judge(func.value) or _dotted(func) in self.names
-        return False  # project functions and modules held in names: tensors only from tensor arguments
-
+            if self.judge(func.value) or _dotted(func) in self.names:
+                return True  # a tensor's method (a view, a result), or a name holding one
+        if self.params_only:
+            return False  # a call's result aliases no parameter but through a tensor method
+        if isinstance(func, ast.Name) and func.id in _BUILTINS and func.id not in self.scanner.aliases and func.id not in self.scanner.defined:
+            return False  # `range(3)`, `len(x)`: a builtin makes a tensor only from tensor arguments
+        # Project code is run with what it is given: a function or method may return a tensor
+        # it made itself (`self.mask()` returning `torch.ones(...)`); torch's own calls without
+        # tensor arguments make tensors only as factories (above).
+        return not all(name is not None and name.startswith("torch.") for name in self.scanner.qualnames(func))
 
     def _comprehension(self, expr: ast.ListComp | ast.GeneratorExp | ast.SetComp) -> bool:
         """`eval_comprehension`: a list of its element, evaluated once with each loop's names
@@ -596,6 +607,12 @@ class _TensorJudge:
             return False
         namespace, _, short = qualname.rpartition(".")
         return qualname == "torch.nn.Parameter" or (namespace == "torch" and self.scanner.facts.is_factory(short))
+
+
+def _root_name(expr: ast.expr) -> str | None:
+    while isinstance(expr, (ast.Attribute, ast.Subscript, ast.Call)):
+        expr = expr.func if isinstance(expr, ast.Call) else expr.value
+    return expr.id if isinstance(expr, ast.Name) else None
 
 
 def _bound_names(target: ast.expr) -> list[str]:

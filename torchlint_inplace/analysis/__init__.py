@@ -1,9 +1,11 @@
 """The shared analysis: one pass per file that every rule reads.
 
-One traversal indexes imports, classes and functions; each function body (and the module's
-top level, where training loops live) is then run through the abstract interpreter, which
-reports every in-place write it can explain. Calls into other project files are resolved
-through a `Project` shared by the whole run.
+The file is indexed once (imports, classes, functions, module-level names); its entry points
+(top-level code, the `forward` of classes nobody in the file builds, functions nothing calls)
+are run through the abstract interpreter, which follows calls into the file's classes and
+functions and into other project files, and reports every in-place write it can explain. When
+a write in the file depends on what callers pass (a function writing its argument, a factory
+building an in-place module), the files that import it are read as callers too.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..recursion import deep_recursion
-from .interpreter import FunctionInterpreter
+from .engine import Engine
 from .model import FileAnalysis, Form, Mutation
 from .project import FileContext, Project, key_of
 
@@ -20,28 +22,32 @@ def analyze(module: cst.Module, path: str, project: Project | None = None, previ
     project = project or Project()
     ctx = project.context(path, module)
     project.dependencies, project.scanned_roots = set(), set()
-    sink: dict[tuple, Mutation] = {}
-    _interpret(project, ctx, sink, report=ctx)
-    if project.writes_arguments(ctx):
-        # Whether writing an argument hurts depends on the callers: read the files that import this one.
-        for caller in project.importers(ctx):
-            _interpret(project, caller, sink, report=ctx)
-    dependencies = frozenset(project.dependencies - {key_of(path)})
-    # In the order the interpreter met them: sorting by position would make every one pay for it.
-    return FileAnalysis(path, module, list(sink.values()), preview, dependencies, frozenset(project.scanned_roots))
-
-
-def _interpret(project: Project, ctx: FileContext, sink: dict[tuple, Mutation], report: FileContext) -> None:
-    top_level = [statement for statement in ctx.module.body if not isinstance(statement, (cst.FunctionDef, cst.ClassDef))]
-    runs = [(lambda func=func, cls=cls: FunctionInterpreter(project, ctx, cls, sink, report=report).run_function(func)) for func, cls in ctx.bodies]
-    runs.append(lambda: FunctionInterpreter(project, ctx, None, sink, report=report).run_statements(top_level))
+    engine = Engine(project)
     # The interpreter recurses once per link of an expression chain (`x + x + ...`, `x.a.b...`).
     with deep_recursion():
-        for run in runs:
-            try:
-                run()
-            except RecursionError:
-                continue  # pathologically deep expressions: this body yields no findings
+        found = engine.analyze(ctx)
+        if engine.needs_callers(ctx):
+            for caller in project.importers(ctx):
+                found.extend(Engine(project).analyze(caller))
+    mutations = _one_per_write(mutation for mutation in found if key_of(mutation.path) == key_of(path))
+    dependencies = frozenset(project.dependencies - {key_of(path)})
+    return FileAnalysis(path, module, mutations, preview, dependencies, frozenset(project.scanned_roots))
 
 
-__all__ = ["FileAnalysis", "Form", "Mutation", "Project", "analyze"]
+def _one_per_write(mutations) -> list[Mutation]:
+    """One finding per write: a proven one over one only suspected, an unconditional one over a
+    conditional one, an error over silent damage, else the first met."""
+    chosen: dict[tuple[int, Form], Mutation] = {}
+    for mutation in mutations:
+        key = (id(mutation.node), mutation.form)
+        known = chosen.get(key)
+        if known is None or _rank(mutation) < _rank(known):
+            chosen[key] = mutation
+    return list(chosen.values())
+
+
+def _rank(mutation: Mutation) -> tuple[bool, bool, bool, int]:
+    return (not mutation.certain, mutation.conditional, mutation.silent, len(mutation.condition))
+
+
+__all__ = ["FileAnalysis", "FileContext", "Form", "Mutation", "Project", "analyze"]

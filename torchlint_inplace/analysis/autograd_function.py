@@ -15,7 +15,8 @@ import libcst as cst
 
 from .hazards import RAISES_AT_BACKWARD
 from .model import Form, Mutation, Reason
-from .values import Site, State, Val, Value
+from .state import Site, State
+from .values import Val, Value
 
 
 @dataclass
@@ -108,4 +109,5 @@ class FunctionContract:
             locate=partial(self.ctx.span_of, node),
             explain=lambda: reason,
             kind=kind,
+            path=self.ctx.path,
         )

@@ -1,327 +1,928 @@
-"""How the interpreter evaluates a call: torch ops, tensor methods, nn modules, project code.
+"""How the interpreter evaluates a call: torch ops, tensor methods, modules, classes, project code.
 
-Each kind of callee says what it does to the tensors it is given — an in-place write, a save
-for backward, a view or a fresh tensor — using the op table generated from torch for torch's
-own callees and the callee's summary for project code.
+Each kind of callee says what it does to the values it is given — an in-place write, a save for
+backward, a view or a fresh tensor, a module built — using the op table generated from torch for
+torch's own callees and a run of the callee with these arguments for project code. A callee
+that is a `Choice` (a module picked by a configuration) is called once per option, each under
+its condition.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from .classes import ClassInfo
+from .arguments import Args, evaluate
+from .classes import ClassInfo, FunctionRef
+from .conditions import Condition
 from .imports import dotted
+from .instances import submodules
 from .model import Form
-from .project import FileContext
+from .modules import ModuleFactory
+from .state import SaveRecord, State, merge_states
 from .summaries import Summary
-from .hazards import Hazard, step_reason
 from .syntax import is_self, keyword_of, literal, names_read
-from .values import NOT_TENSOR, Grad, ModuleRef, SaveRecord, Site, State, Val, Value, fresh_storage, grad_of, is_tensor
-from .vocabulary import NON_CONTIGUOUS_VIEWS, NON_TENSOR_METHODS, SAFE_INPLACE_PREFIXES
+from .training import TrainingLoop, looks_like_optimizer
+from .values import (
+    NOT_TENSOR,
+    Choice,
+    Const,
+    DictVal,
+    Func,
+    Grad,
+    Klass,
+    Module,
+    Namespace,
+    Optimizer,
+    Params,
+    Partial,
+    Super,
+    Sym,
+    Val,
+    Value,
+    collapse,
+    element_of,
+    fresh_id,
+    fresh_storage,
+    grad_of,
+    graph_of,
+    is_tensor,
+    merge_all,
+    merge_values,
+    options_of,
+    reachable,
+    tensors_in,
+)
+from .vocabulary import METADATA_METHODS, NON_CONTIGUOUS_VIEWS, NON_TENSOR_METHODS, SAFE_INPLACE_PREFIXES
+
+if TYPE_CHECKING:
+    from .protocols import Interpreter
 
 _DTYPE_METHODS = {"float": "float32", "double": "float64", "half": "float16", "bfloat16": "bfloat16"}
+_INTEGER_METHODS = frozenset({"long", "int", "bool", "short", "byte", "char"})
 _TORCH_NAMESPACES = frozenset({"torch", "torch.nn.functional", "torch.special", "torch.linalg", "torch.fft"})
 _FUNCTIONAL = "torch.nn.functional"
 _CALLERS = " the caller's"
+# Module methods that return the module itself.
+_SELF_RETURNING = frozenset({"train", "eval", "to", "cuda", "cpu", "float", "double", "half", "bfloat16", "requires_grad_", "type", "share_memory", "apply"})
+_CONTAINER_GROWERS = frozenset({"append", "extend", "insert", "add_module", "register_module", "update"})
 
 
 class CallEvaluator:
-    """The call half of `FunctionInterpreter` (see interpreter.py for the state it works on)."""
+    """The call half of the interpreter, composed into it (see interpreter.py for the state)."""
+
+    def __init__(self, interp: "Interpreter") -> None:
+        self.i = interp
+        self.modules = ModuleFactory(interp)
+        self.loop = TrainingLoop(interp)
+
+    # ----------------------------------------------------------------- dispatch
 
     def eval_call(self, call: cst.Call, state: State) -> Value:
         func = call.func
-        args = [self.eval(arg.value, state) for arg in call.args]
-        qualname = self.ctx.imports.qualname(func)
-        if qualname is not None and qualname.startswith("torch."):
-            return self.call_torch(qualname, call, args, state)
+        qualname = self.i.ctx.imports.qualname(func)
+        if qualname is not None and qualname.startswith(("torch.", "functools.", "itertools.")):
+            args = self.arguments(call, state)
+            return self.call_value(self.i.engine.torch_value(qualname), call, args, state)
         if isinstance(func, cst.Attribute):
             method = func.attr.value
-            if is_self(func.value) or dotted(func) in state.env:
-                callee = self.eval_attribute(func, state)
-                if isinstance(callee, ModuleRef):
-                    return self.call_module(callee, call, args, state)
-            receiver = self.eval(func.value, state)
-            if is_tensor(receiver):
-                return self.call_method(receiver, method, call, args, state)
-            self.training_loop_call(method, call, state)
-            if self.contract is not None and isinstance(func.value, cst.Name) and func.value.value == self.ctx_name:
-                self.contract.on_ctx_call(method, call, args, state)
-                return NOT_TENSOR
-            if is_self(func.value) and self.cls is not None and method in self.cls.methods:
-                return self.call_project(self.ctx, self.cls.methods[method], self.cls, call, args, state)
-            if method == "apply":
-                return self.call_autograd_function(func.value, call, args, state)
-            if is_self(func.value):
-                # A submodule or method of this class whose definition is not known here.
-                return self.opaque_result(args)
+            if method in METADATA_METHODS:
+                receiver = self.i.peek(func.value, state)  # `x.size()`: not a read of the values
+            else:
+                receiver = self.i.eval(func.value, state)
+            args = self.arguments(call, state)
+            return self.call_on(receiver, func.value, method, call, args, state)
+        if isinstance(func, cst.Name) and func.value == "len":
+            for arg in call.args:
+                self.i.peek(arg.value, state)
             return NOT_TENSOR
-        callee = self.eval(func, state)
-        if isinstance(callee, ModuleRef):
-            return self.call_module(callee, call, args, state)
-        name = dotted(func)
-        if name is not None and name not in state.env and any(map(is_tensor, args)):
-            found = self.project.resolve_function(self.ctx, name)
-            if found is not None:
-                return self.call_project(found[0], found[1], None, call, args, state)
+        callee = self.i.eval(func, state)
+        args = self.arguments(call, state)
+        return self.call_value(callee, call, args, state)
+
+    def arguments(self, call: cst.Call, state: State) -> Args:
+        return evaluate(call, self.i.eval, state)
+
+    def call_value(self, callee: Value, call: cst.Call, args: Args, state: State) -> Value:
+        if isinstance(callee, Choice):
+            return self.each_option(callee, lambda option, branch: self.call_value(option, call, args, branch), state)
+        if isinstance(callee, Module):
+            return self.apply_module(callee, call, args, state)
+        if isinstance(callee, Partial):
+            merged = args.prepend(list(callee.args)).with_keywords(dict(callee.kwargs))
+            return self.call_value(callee.target, call, merged, state)
+        if isinstance(callee, Klass):
+            return self.construct(callee, call, args, state)
+        if isinstance(callee, Func):
+            if callee.qualname is not None:
+                if callee.qualname.startswith("builtins."):
+                    return self.call_builtin(callee.qualname[9:], call, args, state)
+                return self.call_torch(callee.qualname, call, args, state)
+            if isinstance(callee.ref, FunctionRef):
+                return self.call_project(callee.ref, call, args, state, callee.bound)
+        return self.opaque_result(args, state)
+
+    def each_option(self, choice: Choice, call, state: State) -> Value:
+        """Call each option of a `Choice` on its own copy of the path, under its condition; the
+        paths and the results merge afterwards (the options exclude each other)."""
+        results: list[tuple[Condition, Value]] = []
+        states: list[State] = []
+        outer = self.i.extra
+        for condition, option in choice.options:
+            branch = state.copy()
+            self.i.extra = outer | condition
+            try:
+                results.append((condition, call(option, branch)))
+            finally:
+                self.i.extra = outer
+            states.append(branch)
+        merged_state = merge_states(states)
+        state.__dict__.update(merged_state.__dict__)
+        merged: Value | None = None
+        for condition, value in results:
+            merged = value if merged is None else merge_values(merged, value, condition, frozenset())
+        return merged if merged is not None else NOT_TENSOR
+
+    def call_on(self, receiver: Value, receiver_expr: cst.BaseExpression, method: str, call: cst.Call, args: Args, state: State) -> Value:
+        """`receiver.method(...)`."""
+        if isinstance(receiver, Choice) and not tensors_in(receiver):
+            return self.each_option(receiver, lambda option, branch: self.call_on(option, receiver_expr, method, call, args, branch), state)
+        receiver = collapse(receiver)
+        if is_tensor(receiver):
+            return self.call_method(receiver, method, call, args, state)  # type: ignore[arg-type]
+        if method == "backward" and isinstance(receiver, Val) and receiver.items is None:
+            self.loop.backward(receiver, call, state)
+            return NOT_TENSOR
+        if isinstance(receiver, Module):
+            return self.module_method(receiver, receiver_expr, method, call, args, state)
+        if isinstance(receiver, Super):
+            return self.call_super(receiver, method, call, args, state)
+        if isinstance(receiver, Optimizer):
+            if method == "step":
+                self.loop.step(receiver, call, state)
+            return NOT_TENSOR
+        if isinstance(receiver, DictVal):
+            return self.dict_method(receiver, receiver_expr, method, call, args, state)
+        if isinstance(receiver, Val) and receiver.items is not None:
+            return self.list_method(receiver, receiver_expr, method, call, args, state)
+        if isinstance(receiver, (Klass, Func)) or _is_namespace(receiver):
+            member = self.attribute_of(receiver, method, call.func, state)  # type: ignore[arg-type]
+            return self.call_value(member, call, args, state)
+        if isinstance(receiver, Const) and isinstance(receiver.value, str):
+            return _string_method(receiver.value, method, args)
+        if self.i.contract is not None and isinstance(receiver_expr, cst.Name) and receiver_expr.value == self.i.ctx_name:
+            self.i.contract.on_ctx_call(method, call, args.positional, state)
+            return NOT_TENSOR
+        if method == "step" and looks_like_optimizer(call):
+            target = next((value for value in args.positional if isinstance(collapse(value), Optimizer)), None)
+            self.loop.step(target if target is not None else Optimizer(None), call, state)
+            return NOT_TENSOR
+        if method == "apply":
+            return self.call_autograd_function(receiver_expr, call, args, state)
+        if method in ("parameters", "named_parameters"):
+            return Params(None)
+        if isinstance(receiver, Sym) and not args.tensors():
+            return Sym(f"{receiver.text}.{method}()")
+        return self.opaque_result(args, state)
+
+    # ----------------------------------------------------------------- attributes
+
+    def attribute_of(self, base: Value, attr: str, expr: cst.BaseExpression, state: State) -> Value:
+        if isinstance(base, Choice):
+            options = [(condition, self.attribute_of(option, attr, expr, state)) for condition, option in base.options]
+            return options[0][1] if len(options) == 1 else Choice(tuple(options))
+        if isinstance(base, Module):
+            return self.module_attribute(base, attr)
+        if isinstance(base, Klass):
+            if base.qualname is not None:
+                return self.i.engine.torch_value(f"{base.qualname}.{attr}")
+            if isinstance(base.ref, ClassInfo):
+                return self.i.engine.class_member(base.ref, attr, None)
+            return NOT_TENSOR
+        if _is_namespace(base):
+            return self.i.engine.namespace_member(base, attr)  # type: ignore[arg-type]
+        if isinstance(base, Sym):
+            return Sym(f"{base.text}.{attr}")
+        if not is_tensor(base):
+            return NOT_TENSOR
+        assert isinstance(base, Val)
+        if attr == "data":
+            return base.detached("data")
+        if attr in self.i.facts.view_attributes:
+            return base.view(strided=attr in NON_CONTIGUOUS_VIEWS)
+        if attr == "grad":
+            return Val(fresh_storage(), Grad.NO, origin=expr)
         return NOT_TENSOR
 
-    def call_torch(self, qualname: str, call: cst.Call, args: list[Value], state: State) -> Value:
+    def module_attribute(self, module: Module, attr: str) -> Value:
+        if module.instance is not None:
+            found = module.instance.attr(attr)
+            if found is not None:
+                return found
+            if module.instance.container is not None and attr in ("weight", "bias"):
+                return NOT_TENSOR
+            return self.i.engine.class_member(module.instance.cls, attr, module)
+        if attr in ("weight", "bias") and module.params:
+            return Val(module.params, Grad.LEAF, origin=module.origin)
+        if attr == "inplace":
+            return Const(module.writes is not None)
+        setting = module.setting(attr)
+        return setting if setting is not None else NOT_TENSOR
+
+    # ----------------------------------------------------------------- classes
+
+    def construct(self, klass: Klass, call: cst.Call, args: Args, state: State) -> Value:
+        qualname = klass.qualname
+        if isinstance(klass.ref, ClassInfo):
+            return self.i.engine.instantiate(self.i, klass.ref, call, args, state)
+        if qualname is None:
+            return self.opaque_result(args, state)
+        if qualname == "torch.nn.Parameter":
+            data = args.get("data", 0)
+            requires = args.get("requires_grad", 1)
+            grad = Grad.NO if isinstance(requires, Const) and requires.value is False else Grad.LEAF
+            return Val(fresh_storage(), grad, origin=call)
+        if qualname.startswith("torch.nn.") and qualname.count(".") == 2:
+            kind = qualname[len("torch.nn."):]
+            if kind in self.i.facts.module_saves or kind in self.i.facts.inplace_modules or kind in ("Sequential", "ModuleList", "ModuleDict"):
+                return self.modules.construct(kind, call, args, state)
+            if kind[:1].isupper():
+                return Module(kind, kind, params=fresh_storage(), origin=call)
+        if qualname.startswith("torch.optim.") and qualname.count(".") == 2 and qualname[len("torch.optim."):][:1].isupper():
+            return self.loop.optimizer(args)
+        if qualname == "functools.partial" and args.positional:
+            return Partial(args.positional[0], tuple(args.positional[1:]), tuple(args.keywords.items()))
+        return self.call_torch(qualname, call, args, state)
+
+    # ----------------------------------------------------------------- modules
+
+    def apply_module(self, module: Module, call: cst.Call, args: Args, state: State) -> Value:
+        module = self.i.patches.get(module.ident, module)
+        label = self.label(call, module)
+        if module.instance is not None:
+            forward = self.i.engine.method_of(module.instance.cls, "forward") or self.i.engine.method_of(module.instance.cls, "__call__")
+            if forward is not None:
+                result = self.call_project(forward, call, args, state, module)
+            elif module.instance.container is not None:
+                result = self.modules.apply_torch(module.instance.container, call, args, state, label)
+            else:
+                result = self.opaque_result(args, state)
+        elif module.kind is None:
+            result = self.opaque_result(args, state, parameters=True)
+        else:
+            result = self.modules.apply_torch(module, call, args, state, label)
+        if module.ident in state.hooked and is_tensor(result):
+            result = replace(collapse(result), hooked=label)  # type: ignore[type-var]
+        return result
+
+    def apply_sequence(self, items: Sequence[Value], call: cst.Call, args: Args, state: State) -> Value:
+        value: Value = args.positional[0] if args.positional else NOT_TENSOR
+        for item in items:
+            value = self.call_value(item, call, Args([value], [call.args[0].value if call.args else None]), state)
+        return value
+
+    def label(self, call: cst.Call, module: Module) -> str:
+        text = self.i.ctx.code_of(call.func)
+        kind = module.kind or module.label
+        return f"{text} ({kind})" if kind and kind != text else text
+
+    def module_method(self, module: Module, receiver_expr: cst.BaseExpression, method: str, call: cst.Call, args: Args, state: State) -> Value:
+        if method in _SELF_RETURNING:
+            return module
+        if method in ("parameters", "named_parameters", "buffers"):
+            return Params(module.params if module.kind is not None or module.instance is not None else None)
+        if method in ("modules", "children", "named_modules", "named_children"):
+            found = submodules(module)
+            found = found[1:] if method in ("children", "named_children") else found
+            if method.startswith("named_"):
+                return Val(items=tuple(Val(items=(NOT_TENSOR, item)) for item in found))
+            return Val(items=tuple(found))
+        if method in ("register_buffer", "register_parameter") and len(args.positional) >= 2:
+            name, owner = collapse(args.positional[0]), dotted(receiver_expr)
+            if isinstance(name, Const) and isinstance(name.value, str) and owner is not None:
+                value = collapse(args.positional[1])
+                if method == "register_parameter" and is_tensor(value):
+                    value = replace(value, grad=Grad.LEAF, origin=call)  # type: ignore[type-var]
+                state.env[f"{owner}.{name.value}"] = value
+            return Const(None)
+        if method in ("register_full_backward_hook", "register_backward_hook"):
+            state.hooked |= {module.ident}
+            return NOT_TENSOR
+        if method in _CONTAINER_GROWERS and (module.items is not None or module.kind in ("Sequential", "ModuleList", "ModuleDict")):
+            grown = self.grown_module(module, method, args)
+            name = dotted(receiver_expr)
+            if name is not None:
+                state.env[name] = grown
+            return NOT_TENSOR
+        if method == "forward":
+            return self.apply_module(module, call, args, state)
+        if module.instance is not None:
+            found = self.i.engine.method_of(module.instance.cls, method)
+            if found is not None:
+                return self.call_project(found, call, args, state, module)
+            attribute = module.instance.attr(method)
+            if attribute is not None:
+                return self.call_value(attribute, call, args, state)
+        return self.opaque_result(args, state)
+
+    def grown_module(self, module: Module, method: str, args: Args) -> Module:
+        items = list(module.items or ())
+        keys = list(module.keys) if module.keys is not None else None
+        new: list[Value] = []
+        if method in ("append", "register_module", "add_module"):
+            new = [args.positional[-1]] if args.positional else []
+            if method != "append" and args.positional and keys is not None:
+                key = collapse(args.positional[0])
+                keys.append(str(key.value) if isinstance(key, Const) else "*")
+        elif method == "extend":
+            extra = collapse(args.positional[0]) if args.positional else NOT_TENSOR
+            new = list(extra.items or ()) if isinstance(extra, (Val, Module)) and extra.items is not None else []
+        elif method == "insert":
+            new = [args.positional[1]] if len(args.positional) > 1 else []
+        elif method == "update":
+            extra = collapse(args.positional[0]) if args.positional else NOT_TENSOR
+            if isinstance(extra, DictVal):
+                keys = keys or []
+                for key, item in extra.entries:
+                    keys.append(str(key))
+                    new.append(item)
+        items += new
+        params = frozenset().union(*(item.params for item in items if isinstance(item, Module)))
+        return replace(module, items=tuple(items), keys=tuple(keys) if keys is not None and len(keys) == len(items) else module.keys if len(items) == len(module.items or ()) else None, params=module.params | params)
+
+    def call_super(self, proxy: Super, method: str, call: cst.Call, args: Args, state: State) -> Value:
+        """`super().__init__(...)`, `super().forward(x)`: the next project base's method on the
+        same `self`; a torch base's `__init__` builds the container the class then is."""
+        engine = self.i.engine
+        bound = state.env.get("self")
+        for owner in engine.mro(proxy.cls)[1:]:  # type: ignore[arg-type]
+            node = owner.methods.get(method)
+            if node is not None:
+                return self.call_project(FunctionRef(owner.path, node, owner), call, args, state, bound)
+        kind = engine.torch_base(proxy.cls)  # type: ignore[arg-type]
+        if kind is None:
+            return Const(None) if method == "__init__" else self.opaque_result(args, state)
+        if method == "__init__":
+            if kind in self.i.facts.module_saves or kind in ("Sequential", "ModuleList", "ModuleDict") or kind in self.i.facts.inplace_modules:
+                state.env["self.__container__"] = self.modules.construct(kind, call, args, state)
+            return Const(None)
+        if method == "forward":
+            container = collapse(state.env.get("self.__container__", NOT_TENSOR))
+            if isinstance(container, Module):
+                return self.modules.apply_torch(container, call, args, state, self.i.ctx.code_of(call.func))
+        return self.opaque_result(args, state)
+
+    # ----------------------------------------------------------------- containers
+
+    def list_method(self, receiver: Val, receiver_expr: cst.BaseExpression, method: str, call: cst.Call, args: Args, state: State) -> Value:
+        if method in ("append", "extend", "insert"):
+            if method == "append":
+                grown = self.extended(receiver, Val(items=tuple(args.positional[-1:])))
+            elif method == "extend":
+                grown = self.extended(receiver, args.positional[0] if args.positional else NOT_TENSOR)
+            else:
+                grown = self.extended(receiver, Val(items=tuple(args.positional[1:2])))
+            self.i.rebind_container(receiver_expr, receiver, grown, state)
+            if not self.owns(receiver_expr, state):
+                state.escaped |= graph_of(Val(items=tuple(args.positional)))
+            return Const(None)
+        if method == "pop":
+            return element_of(receiver)
+        if method in ("copy",):
+            return replace(receiver, cell=fresh_id())
+        if method in ("index", "count"):
+            return NOT_TENSOR
+        return self.opaque_result(args, state)
+
+    def owns(self, expr: cst.BaseExpression, state: State) -> bool:
+        """A container the function made itself (not an argument, not an attribute)."""
+        name = dotted(expr)
+        return name is not None and "." not in name and not (reachable(state.env.get(name, NOT_TENSOR)) & self.i.param_storages)
+
+    def extended(self, container: Value, extra: Value) -> Value:
+        container, extra = collapse(container), collapse(extra)
+        base = list(container.items) if isinstance(container, Val) and container.items is not None else []
+        more = list(extra.items) if isinstance(extra, (Val, Module)) and extra.items is not None else [element_of(extra)] if extra is not NOT_TENSOR else []
+        cell = container.cell if isinstance(container, Val) else None
+        return Val(items=tuple(base + more), cell=cell if cell is not None else fresh_id())
+
+    def dict_method(self, receiver: DictVal, receiver_expr: cst.BaseExpression, method: str, call: cst.Call, args: Args, state: State) -> Value:
+        if method == "get":
+            key = collapse(args.positional[0]) if args.positional else None
+            found = receiver.get(key.value) if isinstance(key, Const) else None
+            default = args.positional[1] if len(args.positional) > 1 else Const(None)
+            return found if found is not None else (receiver.rest if receiver.rest is not None else default)
+        if method in ("values", "items", "keys"):
+            values = receiver.values()
+            if method == "values":
+                return Val(items=tuple(values))
+            if method == "keys":
+                return Val(items=tuple(Const(key) for key, _ in receiver.entries))
+            return Val(items=tuple(Val(items=(Const(key), value)) for key, value in receiver.entries))
+        if method in ("update", "setdefault"):
+            updated = receiver
+            if method == "update" and args.positional and isinstance(collapse(args.positional[0]), DictVal):
+                for key, value in collapse(args.positional[0]).entries:  # type: ignore[union-attr]
+                    updated = updated.set(key, value)
+            for key, value in args.keywords.items():
+                updated = updated.set(key, value)
+            if method == "setdefault" and args.positional:
+                key = collapse(args.positional[0])
+                if isinstance(key, Const) and receiver.get(key.value) is None:
+                    updated = updated.set(key.value, args.positional[1] if len(args.positional) > 1 else Const(None))
+            self.i.rebind_container(receiver_expr, receiver, updated, state)
+            return updated.get(collapse(args.positional[0]).value) if method == "setdefault" and args.positional and isinstance(collapse(args.positional[0]), Const) else Const(None)  # type: ignore[union-attr]
+        if method == "pop":
+            key = collapse(args.positional[0]) if args.positional else None
+            found = receiver.get(key.value) if isinstance(key, Const) else None
+            return found if found is not None else NOT_TENSOR
+        if method == "copy":
+            return replace(receiver, cell=fresh_id())
+        return NOT_TENSOR
+
+    # ----------------------------------------------------------------- builtins
+
+    def call_builtin(self, name: str, call: cst.Call, args: Args, state: State) -> Value:
+        first = args.positional[0] if args.positional else None
+        if name == "getattr" and len(args.positional) >= 2:
+            key = collapse(args.positional[1])
+            if isinstance(key, Const) and isinstance(key.value, str):
+                found = self.attribute_of(collapse(first) if not isinstance(first, Choice) else first, key.value, call, state)  # type: ignore[arg-type]
+                if found is NOT_TENSOR and len(args.positional) > 2:
+                    return args.positional[2]
+                return found
+            return self.opaque_result(args, state)
+        if name == "setattr" and len(args.positional) >= 3 and call.args:
+            key = collapse(args.positional[1])
+            owner = dotted(call.args[0].value)
+            if owner is not None:
+                attribute = key.value if isinstance(key, Const) and isinstance(key.value, str) else "*"
+                target = f"{owner}.{attribute}"
+                state.env[target] = merge_values(state.env.get(target), args.positional[2]) if attribute == "*" else args.positional[2]
+            return Const(None)
+        if name == "hasattr" and len(args.positional) >= 2:
+            key = collapse(args.positional[1])
+            if isinstance(key, Const) and isinstance(key.value, str) and isinstance(collapse(first), Module):
+                found = self.attribute_of(collapse(first), key.value, call, state)
+                return Const(found is not NOT_TENSOR)
+            return NOT_TENSOR
+        if name == "isinstance" and len(args.positional) >= 2:
+            return self.isinstance_of(args.positional[0], args.positional[1])
+        if name in ("list", "tuple") and first is not None:
+            value = collapse(first)
+            if isinstance(value, (Val, Module)) and value.items is not None and not is_tensor(value):
+                return Val(items=tuple(value.items), cell=fresh_id() if name == "list" else None)
+            if isinstance(value, Params):
+                return value
+            if is_tensor(value):
+                return Val(items=(element_of(value),), cell=fresh_id() if name == "list" else None)
+            return Val(items=(element_of(value),), cell=fresh_id()) if element_of(value) is not NOT_TENSOR else NOT_TENSOR
+        if name in ("list", "tuple"):
+            return Val(items=(), cell=fresh_id() if name == "list" else None)
+        if name == "dict":
+            result = DictVal(cell=fresh_id())
+            if first is not None and isinstance(collapse(first), DictVal):
+                result = replace(collapse(first), cell=fresh_id())  # type: ignore[type-var]
+            for key, value in args.keywords.items():
+                result = result.set(key, value)
+            return result
+        if name in ("reversed", "sorted", "iter", "filter"):
+            return args.positional[-1] if args.positional else NOT_TENSOR
+        if name == "next":
+            return element_of(first) if first is not None else NOT_TENSOR
+        if name == "super":
+            return self.i.engine.super_of(self.i)
+        if name in ("int", "float", "bool", "str", "len", "range", "print", "abs", "round", "id", "hash", "type", "repr", "format", "all", "any", "min", "max", "sum", "divmod", "pow", "callable", "vars", "dir", "enumerate", "zip", "map"):
+            if name in ("min", "max", "sum", "abs", "pow", "round", "map") and args.tensors():
+                return self.opaque_result(args, state)
+            if name in ("int", "float", "bool", "str") and first is not None and isinstance(collapse(first), Const):
+                try:
+                    return Const({"int": int, "float": float, "bool": bool, "str": str}[name](collapse(first).value))  # type: ignore[union-attr]
+                except Exception:
+                    return NOT_TENSOR
+            if name == "enumerate" and first is not None:
+                return Val(items=(Val(items=(NOT_TENSOR, element_of(first))),))
+            if name == "zip":
+                return Val(items=(Val(items=tuple(element_of(value) for value in args.positional)),))
+            if name == "range":
+                return Val(items=(NOT_TENSOR,)) if not args.positional else NOT_TENSOR
+            if name in ("min", "max") and args.positional and all(isinstance(collapse(v), Const) for v in args.positional):
+                try:
+                    values = [collapse(v).value for v in args.positional]  # type: ignore[union-attr]
+                    return Const(min(values) if name == "min" else max(values))
+                except Exception:
+                    return NOT_TENSOR
+            return NOT_TENSOR
+        return self.opaque_result(args, state)
+
+    def isinstance_of(self, value: Value, kinds: Value) -> Value:
+        classes = [kind for kind in (collapse(kinds).items or ()) if isinstance(kind, Klass)] if isinstance(collapse(kinds), Val) else [kinds]
+        verdicts = set()
+        for _, option in options_of(value):
+            option = collapse(option)
+            if isinstance(option, Module):
+                verdicts.add(any(self.is_instance(option, kind) for kind in classes))
+            elif is_tensor(option):
+                verdicts.add(any(isinstance(kind, Klass) and kind.qualname == "torch.Tensor" for kind in classes) or None)
+            else:
+                verdicts.add(None)
+        if verdicts == {True}:
+            return Const(True)
+        if verdicts == {False}:
+            return Const(False)
+        return NOT_TENSOR
+
+    def is_instance(self, module: Module, kind: Value) -> bool | None:
+        kind = collapse(kind)
+        if not isinstance(kind, Klass):
+            return None
+        if kind.qualname is not None and module.kind is not None and module.instance is None:
+            return kind.qualname in (f"torch.nn.{module.kind}", "torch.nn.Module")
+        if kind.qualname == "torch.nn.Module":
+            return True
+        if module.instance is not None and isinstance(kind.ref, ClassInfo):
+            return self.i.engine.subclass_of(module.instance.cls, kind.ref)
+        return False
+
+    # ----------------------------------------------------------------- torch
+
+    def call_torch(self, qualname: str, call: cst.Call, args: Args, state: State) -> Value:
         if qualname.startswith(SAFE_INPLACE_PREFIXES):
             return NOT_TENSOR
-        if qualname == "torch.nn.Parameter":
-            return Val(fresh_storage(), Grad.LEAF, origin=call)
-        if qualname == "torch.autograd.backward":
-            self.training_loop_call("backward", call, state)
+        if qualname in ("torch.autograd.backward",) and args.positional:
+            self.loop.backward(args.positional[0], call, state)
             return NOT_TENSOR
+        if qualname == "torch.autograd.grad":
+            state.escaped |= graph_of(args.positional[0]) if args.positional else frozenset()
+            return self.opaque_result(args, state)
+        if qualname == "itertools.chain":
+            return Val(items=tuple(args.positional))
         short = qualname.rsplit(".", 1)[-1]
         namespace = qualname[: -len(short) - 1]
         if namespace not in _TORCH_NAMESPACES:
-            return NOT_TENSOR
-        if namespace == "torch" and self.facts.is_factory(short):
-            requires_grad = any(keyword_of(arg) == "requires_grad" and literal(arg.value) for arg in call.args)
-            if requires_grad and self.grad_enabled:
+            return self.opaque_result(args, state) if namespace.startswith("torch") else NOT_TENSOR
+        facts = self.i.facts
+        if namespace == "torch" and facts.is_factory(short):
+            requires_grad = literal_true(args.keywords.get("requires_grad"))
+            if requires_grad and self.i.grad_enabled:
                 return Val(fresh_storage(), Grad.LEAF, origin=call)
-            return Val(fresh_storage(), Grad.NO, origin=call, fresh_buffer=True)
-        tensors = [arg for arg in args if is_tensor(arg)]
-        if not tensors or (namespace == "torch" and short not in self.facts.tensor_functions and short not in self.facts.ops):
+            return Val(fresh_storage(), Grad.NO, origin=call, fresh_buffer=True, inference=self.i.inference)
+        tensors = args.tensors()
+        if not tensors or (namespace == "torch" and short not in facts.tensor_functions and short not in facts.ops and short not in facts.overloads):
+            if tensors:
+                return self.opaque_result(args, state)
             return NOT_TENSOR
-        label = self.ctx.code_of(call.func)
-        first = call.args[0].value if call.args else call
-        twin = self.facts.inplace_functions.get(short) if namespace in ("torch", _FUNCTIONAL) else None
-        if twin is not None or (namespace == _FUNCTIONAL and self.inplace_flag(short, call)):
+        label = self.i.ctx.code_of(call.func)
+        first_value = collapse(args.positional[0]) if args.positional else tensors[0]
+        first_expr = args.positional_exprs[0] if args.positional_exprs and args.positional_exprs[0] is not None else call
+        twin = facts.inplace_functions.get(short) if namespace in ("torch", _FUNCTIONAL) else None
+        flag = self.inplace_flag(short, args) if namespace == _FUNCTIONAL else None
+        if twin is not None or flag is not None:
             # torch.relu_(x), F.relu(x, inplace=True): rewrites its input
-            target = args[0] if args and is_tensor(args[0]) else tensors[0]
-            self.write(Form.INPLACE_ACTIVATION, call, first, target, state, f"`{label}(...)` rewrites", hidden_from_reader=True)
-            saved = self.facts.inplace_function_saves.get(short)
-            if saved is None:  # not probed: fall back to what the out-of-place twin saves
-                self.record_op(twin or short, label, {"self": target}, target, call, state, {}, only=lambda kind: kind == "result")
-            elif "result" in saved and self.grad_enabled and target.grad > Grad.NO:
-                state.add_save(target, SaveRecord(label, "its result", call, certain=target.grad > Grad.UNKNOWN))
-            return target
-        out = next((value for arg, value in zip(call.args, args) if keyword_of(arg) == "out"), None)
+            condition = frozenset() if twin is not None else flag
+            target = first_value if is_tensor(first_value) else tensors[0]
+            if condition is not None:
+                self.i.write(Form.INPLACE_ACTIVATION, call, first_expr, target, state, f"`{label}(...)` rewrites", hidden_from_reader=True, condition=condition)  # type: ignore[arg-type]
+                saved = facts.inplace_function_saves.get(short)
+                if saved is None:  # not probed: fall back to what the out-of-place twin saves
+                    self.i.record_op(twin or short, label, {"self": target}, target, call, state, {}, only=lambda kind: kind == "result")  # type: ignore[arg-type]
+                elif "result" in saved and self.i.grad_enabled and target.grad > Grad.NO:  # type: ignore[union-attr]
+                    record = self.i.save(state, target, label, "its result", call, certain=target.grad > Grad.UNKNOWN)  # type: ignore[arg-type,union-attr]
+                    self.i.regraph(target, frozenset({record.order}), state)  # type: ignore[arg-type]
+                    return replace(target, graph=target.graph | {record.order})  # type: ignore[type-var]
+                return target
+        out = args.keywords.get("out")
         if is_tensor(out):
-            out_expr = next(arg.value for arg in call.args if keyword_of(arg) == "out")
-            self.write(Form.OUT_ARGUMENT, call, out_expr, out, state, f"`{label}(..., out=...)` writes into")
+            out_expr = args.keyword_exprs.get("out") or call
+            self.i.write(Form.OUT_ARGUMENT, call, out_expr, collapse(out), state, f"`{label}(..., out=...)` writes into")  # type: ignore[arg-type]
             return out
-        result = self.new_tensor(tensors)
-        if short in self.facts.view_methods and args and is_tensor(args[0]):
-            result = args[0].view(strided=short in NON_CONTIGUOUS_VIEWS)
-        bound = self.bind(short, call, args)
-        self.record_op(short, label, bound, result, call, state, _argument_texts(self.ctx, call, self.facts.ops[short].params if short in self.facts.ops else ()))
-        return result
+        overload = facts.overload(short, [is_tensor(value) for value in args.positional], list(args.keywords))
+        result = self.result_of(short, overload, [first_value, *args.values()])
+        if short in facts.view_methods and is_tensor(first_value):
+            result = first_value.view(strided=short in NON_CONTIGUOUS_VIEWS)  # type: ignore[union-attr]
+        if short in facts.multi_view_methods and is_tensor(first_value):
+            view = first_value.view(strided=True)  # type: ignore[union-attr]
+            result = Val(view.storages, view.grad, call, True, hidden=view.hidden, multi_view=short, dtype=view.dtype, graph=view.graph)
+        if overload is None:
+            return result
+        bound = self.bind(overload.params, args)
+        texts = self.argument_texts(overload.params, args)
+        return self.i.record_op(short, label, bound, result, call, state, texts, facts=overload)
 
-    def inplace_flag(self, short: str, call: cst.Call) -> bool:
-        index = self.facts.inplace_kwarg_functionals.get(short)
+    def result_of(self, name: str, facts, inputs: list[Value]) -> Val:
+        """A fresh result; several tensors for `topk`/`max(dim)`, integer ones never requiring grad."""
+        result = self.i.new_tensor(inputs)
+        if facts is None or len(facts.outputs) < 2:
+            return result
+        integers = self.i.facts.integer_outputs.get(name, frozenset())
+        items = tuple(Val(fresh_storage(), Grad.NO, dtype="int64") if output in integers else self.i.new_tensor(inputs) for output in facts.outputs)
+        return Val(items=items)
+
+    def inplace_flag(self, short: str, args: Args) -> Condition | None:
+        """The condition under which a functional's `inplace=` makes it write (None: never)."""
+        index = self.i.facts.inplace_kwarg_functionals.get(short)
         if index is None:
-            return False
-        positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
-        for arg in call.args:
-            if keyword_of(arg) == "inplace":
-                return bool(literal(arg.value))
-        return index < len(positional) and bool(literal(positional[index].value))
+            return None
+        flag = args.get("inplace", index)
+        if flag is None:
+            return None
+        condition = self.modules.truth_condition(flag, "inplace")
+        if condition is None:
+            return None
+        conditions = self.i.facts.inplace_functional_conditions.get(short)
+        if conditions is None:
+            return condition
+        params = self.i.facts.ops[short].params if short in self.i.facts.ops else ()
+        for name, identity in conditions.identity.items():
+            value = args.get(name, params.index(name) if name in params else None)
+            part = self.modules.nonzero_condition(value, name, identity)
+            if part is None:
+                return None
+            condition = condition | part
+        if conditions.training_only:
+            training = args.get("training", params.index("training") if "training" in params else None)
+            if training is not None:
+                part = self.modules.truth_condition(training, "training")
+                if part is None:
+                    return None
+                condition = condition | part
+        return condition
 
-    def call_method(self, receiver: Val, method: str, call: cst.Call, args: list[Value], state: State) -> Value:
+    def call_method(self, receiver: Val, method: str, call: cst.Call, args: Args, state: State) -> Value:
         target_expr = call.func.value  # type: ignore[attr-defined]
-        if method in self.facts.inplace_methods:
-            twin = self.facts.inplace_methods[method]
-            others = self.bind(twin, call, args, skip=1) if twin is not None else {}
-            self.inplace_op(Form.METHOD, call, target_expr, receiver, state, f"`{self.ctx.code_of(call.func)}()` modifies", twin, f".{method}()", others)
+        facts = self.i.facts
+        if method in facts.inplace_methods or method in facts.inplace_view_methods:
+            twin = facts.inplace_methods.get(method)
+            others = self.bind(facts.ops[twin].params[1:], args) if twin is not None and twin in facts.ops else {}
+            root = self.chain_root(call)
+            self.i.inplace_op(
+                Form.METHOD, call, target_expr if root is call else self.chain_target(call), receiver, state,
+                f"`{self.i.ctx.code_of(root.func)}()` modifies", twin, f".{method}()", others, chain=root if root is not call else None,
+            )
+            if method in facts.inplace_view_methods:
+                return receiver.view(strided=True)
             return receiver
+        if method == "requires_grad_":
+            enabled = args.get("requires_grad", 0)
+            grad = Grad.NO if isinstance(collapse(enabled), Const) and collapse(enabled).value is False else Grad.LEAF  # type: ignore[union-attr]
+            updated = replace(receiver, grad=grad, origin=call)
+            for name, value in list(state.env.items()):
+                if isinstance(value, Val) and value.storages == receiver.storages and value.items is None:
+                    state.env[name] = replace(value, grad=grad, origin=call)
+            return updated
         if method == "detach":
             return receiver.detached("detach")
-        if method in self.facts.view_methods:
+        if method in facts.view_methods:
             return receiver.view(strided=method in NON_CONTIGUOUS_VIEWS)
-        if method in self.facts.multi_view_methods:
+        if method in facts.multi_view_methods:
             view = receiver.view(strided=True)
-            return Val(view.storages, view.grad, call, True, hidden=view.hidden, multi_view=method, dtype=view.dtype)
+            return Val(view.storages, view.grad, call, True, hidden=view.hidden, multi_view=method, dtype=view.dtype, graph=view.graph)
         if method in NON_TENSOR_METHODS:
+            if method == "backward":
+                self.loop.backward(receiver, call, state)
+            elif method == "register_hook":
+                state.escaped |= receiver.graph
             return NOT_TENSOR
         if method.startswith("new_"):
-            return Val(fresh_storage(), Grad.NO, origin=call)
+            return Val(fresh_storage(), Grad.NO, origin=call, inference=self.i.inference)
         if method == "contiguous":
-            return self.new_tensor([receiver]) if receiver.strided else receiver.view()
+            return self.i.new_tensor([receiver]) if receiver.strided else receiver.view()
+        if method == "clone":
+            return replace(self.i.new_tensor([receiver]), cloned=True, origin=call)
+        if method in _INTEGER_METHODS:
+            return Val(fresh_storage(), Grad.NO, dtype=method, inference=self.i.inference)
         if method in _DTYPE_METHODS or method == "to":
             return self.convert(receiver, method, call, args)
-        result = self.new_tensor([receiver, *args])
-        if method in self.facts.ops:
-            bound = {"self": receiver, **self.bind(method, call, args, skip=1)}
-            texts = {"self": self.ctx.code_of(target_expr), **_argument_texts(self.ctx, call, self.facts.ops[method].params[1:])}
-            self.record_op(method, f".{method}()", bound, result, call, state, texts)
+        overload = facts.overload(method, [True, *(is_tensor(value) for value in args.positional)], list(args.keywords))
+        result = self.result_of(method, overload, [receiver, *args.values()])
+        if overload is not None:
+            bound = {"self": receiver, **self.bind(overload.params[1:], args)}
+            texts = {"self": self.i.ctx.code_of(target_expr), **self.argument_texts(overload.params[1:], args)}
+            return self.i.record_op(method, f".{method}()", bound, result, call, state, texts, facts=overload)
         return result
 
-    def convert(self, receiver: Val, method: str, call: cst.Call, args: list[Value]) -> Val:
+    def chain_root(self, call: cst.Call) -> cst.Call:
+        """`y.mul_(2).add_(1)`: the first in-place call of a chain of them on one tensor."""
+        root = call
+        while isinstance(root.func, cst.Attribute) and isinstance(root.func.value, cst.Call):
+            inner = root.func.value
+            if not (isinstance(inner.func, cst.Attribute) and inner.func.attr.value in self.i.facts.inplace_methods):
+                break
+            root = inner
+        return root
+
+    def chain_target(self, call: cst.Call) -> cst.BaseExpression:
+        return self.chain_root(call).func.value  # type: ignore[attr-defined]
+
+    def convert(self, receiver: Val, method: str, call: cst.Call, args: Args) -> Val:
         """`.to(dtype)` returns `self` when the dtype already matches (autocast makes that common)."""
         dtype = _DTYPE_METHODS.get(method) or next((name for arg in call.args if (name := dtype_name(arg.value))), None)
         if dtype is not None and receiver.dtype == dtype:
             return receiver.view()
-        result = self.new_tensor([receiver, *args])
-        return Val(result.storages, result.grad, result.origin, dtype=dtype)
+        result = self.i.new_tensor([receiver, *args.values()])
+        if dtype is not None and dtype.startswith(("int", "uint", "bool", "long")):
+            return Val(result.storages, Grad.NO, result.origin, dtype=dtype)
+        return replace(result, dtype=dtype)
 
-    def call_module(self, module: ModuleRef, call: cst.Call, args: list[Value], state: State) -> Value:
-        if module.kind == "Sequential" and module.items is not None:
-            value = args[0] if args else NOT_TENSOR
-            for item in module.items:
-                value = self.apply_module(item, call, [value], state)
-            return value
-        return self.apply_module(module, call, args, state)
+    # ----------------------------------------------------------------- project code
 
-    def apply_module(self, module: ModuleRef, call: cst.Call, args: list[Value], state: State) -> Value:
-        value = args[0] if args else NOT_TENSOR
-        if module.kind is None:
-            if module.cls_name is not None and any(map(is_tensor, args)):
-                found = self.project.resolve_class(self.ctx, module.cls_name)
-                if found is not None and "forward" in found[1].methods:
-                    return self.call_project(found[0], found[1].methods["forward"], found[1], call, args, state)
-            return self.opaque_result(args)
-        if not is_tensor(value):
-            return NOT_TENSOR
-        label = self.ctx.code_of(call.func) + f" ({module.kind})"
-        saves = self.facts.module_saves.get(module.kind, frozenset())
-        writes = module.inplace and self.facts.inplace_module_saves.get(module.kind, saves) is not None
-        if writes:
-            # In place, what is saved differs: ELU keeps the tensor it overwrote, Hardswish a copy.
-            saves = self.facts.inplace_module_saves.get(module.kind) or frozenset()
-            first = call.args[0].value if call.args else call
-            self.write(Form.INPLACE_ACTIVATION, call, first, value, state, f"`{label}` with inplace=True rewrites", hidden_from_reader=True)
-            result = value
-        else:  # out of place, or an inplace flag the module ignores (AlphaDropout)
-            # A module that saves its input does so for its own weights: its output requires grad.
-            result = self.new_tensor([value], grad=Grad.MAYBE if "input" in saves and self.grad_enabled else None)
-        if self.autocast is not None:
-            result = Val(result.storages, result.grad, result.origin, dtype=self.autocast)
-        if self.grad_enabled:
-            if "input" in saves and not writes:
-                # Saved for the module's own weight gradient, whatever the input is. (In place,
-                # autograd saves a copy of the input it is about to overwrite.)
-                argument = self.ctx.code_of(call.args[0].value) if call.args else "its input"
-                state.add_save(value, SaveRecord(label, argument, call))
-            if "result" in saves and value.grad > Grad.NO:
-                state.add_save(result, SaveRecord(label, "its result", call, certain=value.grad > Grad.UNKNOWN))
-        return result
-
-    def call_autograd_function(self, owner: cst.BaseExpression, call: cst.Call, args: list[Value], state: State) -> Value:
+    def call_autograd_function(self, owner: cst.BaseExpression, call: cst.Call, args: Args, state: State) -> Value:
         name = dotted(owner)
-        found = self.project.resolve_class(self.ctx, name) if name is not None and any(map(is_tensor, args)) else None
-        if found is None or not found[1].is_autograd_function or "forward" not in found[1].methods:
-            return self.opaque_result(args)
+        info = self.i.project.resolve_class(self.i.ctx, name) if name is not None and args.tensors() else None
+        forward = info.methods.get("forward") if info is not None and info.is_autograd_function else None
+        if info is None or forward is None:
+            return self.opaque_result(args, state)
         # Its writes are TIP005's business, reported inside `forward`.
-        return self.call_project(found[0], found[1].methods["forward"], found[1], call, args, state, apply_writes=False)
+        ref = FunctionRef(info.path, forward, info)
+        return self.call_project(ref, call, args.prepend([NOT_TENSOR]), state, apply_writes=False)
 
     def call_project(
-        self, ctx: FileContext, func: cst.FunctionDef, cls: ClassInfo | None, call: cst.Call, args: list[Value], state: State, apply_writes: bool = True
+        self, ref: FunctionRef, call: cst.Call, args: Args, state: State, bound: Value | None = None, apply_writes: bool = True
     ) -> Value:
-        """A call into project code: apply what the callee's summary says it does to its arguments.
+        """A call into project code: run it with these arguments and apply what the run did."""
+        run = self.i.engine.run(self.i, ref, args, bound, state)
+        if run is None:
+            return self.opaque_result(args, state, parameters=bound is not None)
+        summary, binding = run
+        self.i.children.append(summary)
+        return self.apply_summary(summary, binding, ref, call, args, state, bound, apply_writes)
 
-        Without a tensor among them a summary has nothing to apply to, so callers check that
-        before resolving the callee: reading its file and summarising it is most of the cost of
-        a large package whose functions mostly pass other things around (torch/_dynamo)."""
-        if not any(map(is_tensor, args)):
-            return NOT_TENSOR
-        summary = self.project.summary(ctx, func, cls)
-        bound = _bind_summary(summary, call, args)
-        label = self.ctx.code_of(call.func)
+    def apply_summary(self, summary: Summary, binding, ref: FunctionRef, call: cst.Call, args: Args, state: State, bound: Value | None, apply_writes: bool) -> Value:
+        values = list(binding.values.values())
+        exprs = list(binding.exprs.get(name) for name in binding.values)
+        label = self.i.ctx.code_of(call.func)
+
+        def resolve(slot) -> Value:
+            if not slot or slot[0] >= len(values):
+                return NOT_TENSOR
+            value = values[slot[0]]
+            for step in slot[1:]:
+                value = collapse(value)
+                if isinstance(value, DictVal):
+                    value = value.get(step) or NOT_TENSOR
+                elif isinstance(value, Val) and value.items is not None and isinstance(step, int):
+                    value = value.items[step] if step < len(value.items) else element_of(value)
+                else:
+                    return NOT_TENSOR
+            return value
+
         for write in summary.writes if apply_writes else ():
-            value = bound.get(write.index)
+            value = collapse(resolve(write.slot))
             if not is_tensor(value):
                 continue
-            argument = _argument_expr(summary, call, write.index)
+            argument = exprs[write.slot[0]] if write.slot[0] < len(exprs) else None
+            condition = write.condition
             if write.via_activation:
-                self.write(Form.INPLACE_ACTIVATION, call, argument or call, value, state, f"`{label}(...)` applies an inplace activation that rewrites", hidden_from_reader=True)
+                self.i.write(
+                    Form.INPLACE_ACTIVATION, call, argument or call, value, state, f"`{label}(...)` applies an inplace activation that rewrites",  # type: ignore[arg-type]
+                    hidden_from_reader=True, site=write.site if write.site.path != self.i.ctx.path or write.related else None,
+                    condition=condition, calls=write.related,
+                )
             else:
                 # `helper(x)` as a statement is called to update `x`: reading `x` afterwards is intended.
-                intended = names_read(argument) if argument is not None and call is self.discarded else set()
+                intended = names_read(argument) if argument is not None and call is self.i.discarded else set()
                 action = write.action if write.action.endswith(_CALLERS) else f"{write.action}{_CALLERS}"
-                outer, self.grad_enabled = self.grad_enabled, self.grad_enabled and write.grad_enabled
-                self.write(Form.ARGUMENT, call, argument or call, value, state, action, True, write.site, intended)
-                self.grad_enabled = outer
-        if self.grad_enabled:
-            graph_args = max((grad_of(value) for value in bound.values()), default=Grad.NO) > Grad.UNKNOWN
-            for index, records in summary.saves.items():
-                value = bound.get(index)
+                outer, self.i.grad_enabled = self.i.grad_enabled, self.i.grad_enabled and write.grad_enabled
+                self.i.write(Form.ARGUMENT, call, argument or call, value, state, action, True, write.site, intended, condition=condition)  # type: ignore[arg-type]
+                self.i.grad_enabled = outer
+            if value.storages & self.i.param_storages:
+                state.escaped |= value.graph
+        made: set[int] = set()
+        if self.i.grad_enabled:
+            graph_args = max((grad_of(value) for value in values), default=Grad.NO) > Grad.UNKNOWN
+            for slot, records in summary.saves.items():
+                value = collapse(resolve(slot))
                 if is_tensor(value) and records:
-                    inner = min(records, key=lambda record: record.order)
-                    certain = graph_args or any(record.certain for record in records)
-                    state.add_save(value, SaveRecord(f"{label} (its `{inner.op}`)", _argument_text(self.ctx, summary, call, index), call, certain))
-        returned = [bound[index] for index in summary.returns if is_tensor(bound.get(index))]
-        if returned:
-            return returned[0].view()
-        if summary.item_returns is not None and any(map(is_tensor, args)):
-            return Val(items=tuple(self.returned_item(bound, aliases, args) for aliases in summary.item_returns))
-        result = self.opaque_result(args)
-        if is_tensor(result) and summary.result_saves and self.grad_enabled:
-            inner = min(summary.result_saves, key=lambda record: record.order)
-            certain = result.grad > Grad.UNKNOWN or any(record.certain for record in summary.result_saves)
-            state.add_save(result, SaveRecord(f"{label} (its `{inner.op}`)", "its result", call, certain))
+                    expr = exprs[slot[0]] if slot and slot[0] < len(exprs) else None
+                    text = self.i.ctx.code_of(expr) if expr is not None else (summary.params[slot[0]] if slot and slot[0] < len(summary.params) else "its argument")
+                    for inner in _per_condition(records):
+                        certain = graph_args or inner.certain
+                        made.add(self.i.save(state, value, f"{label} (its `{inner.op}`)", text, call, certain, condition=inner.condition).order)  # type: ignore[arg-type]
+            for storages, inner in summary.stable_saves:
+                made.add(self.i.save(state, NOT_TENSOR, f"{label} (its `{inner.op}`)", inner.what, call, inner.certain, storages=storages, condition=inner.condition).order)
+        mapping: dict[int, Val] = {}
+        result = self.materialize(summary.returned, summary, resolve, mapping, args, state)
+        for name, value in summary.self_updates.items():
+            if bound is not None and _same_self(bound, state):
+                state.env[f"self.{name}"] = self.materialize(value, summary, resolve, mapping, args, state)
+        for slot, value in summary.cell_updates.items():
+            old = resolve(slot)
+            expr = exprs[slot[0]] if slot and slot[0] < len(exprs) else None
+            if expr is not None and len(slot) == 1:
+                self.i.rebind_container(expr, old, replace(self.materialize(value, summary, resolve, mapping, args, state), cell=getattr(collapse(old), "cell", None)), state)  # type: ignore[type-var]
+        if self.i.grad_enabled:
+            for storage, records in summary.result_saves.items():
+                tensor = mapping.get(storage)
+                if tensor is None or not records:
+                    continue
+                for inner in _per_condition(records):
+                    made.add(self.i.save(state, tensor, f"{label} (its `{inner.op}`)", "its result", call, tensor.grad > Grad.UNKNOWN or inner.certain, condition=inner.condition).order)
+        if made and self.i.grad_enabled:
+            result = _with_graph(result, frozenset(made))
         return result
 
-    def returned_item(self, bound: dict[int, Value], aliases: frozenset[int], args: list[Value]) -> Value:
-        for index in aliases:
-            if is_tensor(bound.get(index)):
-                return bound[index].view()  # type: ignore[union-attr]
-        return self.opaque_result(args)
+    def materialize(self, value: Value | None, summary: Summary, resolve, mapping: dict[int, Val], args: Args, state: State) -> Value:
+        """A callee's value in the caller's terms: its arguments' tensors are the caller's, the
+        tensors it made are fresh ones (the same one for the same callee tensor)."""
+        if value is None:
+            return self.opaque_result(args, state) if args.tensors() else NOT_TENSOR
+        if isinstance(value, Choice):
+            return Choice(tuple((condition, self.materialize(option, summary, resolve, mapping, args, state)) for condition, option in value.options))
+        if isinstance(value, DictVal):
+            entries = tuple((key, self.materialize(item, summary, resolve, mapping, args, state)) for key, item in value.entries)
+            rest = self.materialize(value.rest, summary, resolve, mapping, args, state) if value.rest is not None else None
+            return DictVal(entries, rest, fresh_id() if value.cell is not None else None)
+        if not isinstance(value, Val):
+            return value
+        items = tuple(self.materialize(item, summary, resolve, mapping, args, state) for item in value.items) if value.items is not None else None
+        if not value.is_tensor:
+            return replace(value, items=items, cell=fresh_id() if value.cell is not None else None) if items is not None else value
+        slots = [summary.slots[storage] for storage in value.storages if storage in summary.slots]
+        if slots:
+            aliases = [collapse(resolve(slot)) for slot in slots]
+            tensors = [alias for alias in aliases if is_tensor(alias)]
+            if tensors:
+                merged = merge_all(tensor.view() for tensor in tensors)  # type: ignore[union-attr]
+                return replace(merged, items=items) if items is not None else merged
+        fresh = mapping.get(min(value.storages))
+        if fresh is None:
+            grad = value.grad if self.i.grad_enabled else Grad.NO
+            graph = graph_of(Val(items=tuple(args.values()))) if grad is not Grad.NO else frozenset()
+            fresh = Val(fresh_storage(), grad, dtype=value.dtype, opaque=value.opaque, graph=graph, inference=self.i.inference, multi_view=value.multi_view, origin=value.origin)
+            for storage in value.storages:
+                mapping[storage] = fresh
+        return replace(fresh, items=items) if items is not None else fresh
 
-    def opaque_result(self, args: Sequence[Value]) -> Value:
-        """What a call into code we cannot see returns: a tensor (or tuple of them) made from its inputs."""
-        if not any(map(is_tensor, args)):
+    def opaque_result(self, args: Args, state: State, parameters: bool = False) -> Value:
+        """What a call into code we cannot see returns: a tensor (or tuple of them) made from its
+        inputs. The graph it leaves through may hold parameters (an unknown module's): a record
+        stands for them, so that a step between two backwards through it is seen."""
+        tensors = args.tensors()
+        if not tensors:
             return NOT_TENSOR
-        result = self.new_tensor(args)
-        return Val(result.storages, result.grad, dtype=result.dtype, opaque=True)
+        result = self.i.new_tensor(tensors)
+        state.escaped |= graph_of(Val(items=tuple(args.values())))
+        if parameters and self.i.grad_enabled:
+            record = self.i.save(state, NOT_TENSOR, "a module", "its parameters", None, storages=fresh_storage())
+            result = replace(result, graph=result.graph | {record.order})
+        return replace(result, opaque=True)
 
-    def training_loop_call(self, method: str, call: cst.Call, state: State) -> None:
-        """TIP009: an optimizer step between a `backward(retain_graph=True)` and the next backward."""
-        if method == "backward":
-            path, span_of, retained = self.ctx.path, self.ctx.span_of, state.retained
-            hazard = Hazard(True, lambda: step_reason(path, span_of(retained), span_of(call)))
-            for step in state.steps:
-                self.emit(Form.OPTIMIZER_STEP, step, f"`{self.ctx.code_of(step.node)}` updates parameters in place", hazard)
-            state.steps = frozenset()
-            retain = next((arg for arg in call.args if keyword_of(arg) == "retain_graph"), None)
-            state.retained = call if retain is not None and literal(retain.value) is not False else None
-        elif method == "step" and state.retained is not None and _steps_an_optimizer(call):
-            state.steps |= {Site(self.ctx.path, call)}
+    def bind(self, params: Sequence[str], args: Args) -> dict[str, Value]:
+        """Arguments by parameter name, keywords and positionals in order."""
+        bound = {name: value for name, value in zip(params, args.positional)}
+        for name, value in args.keywords.items():
+            if name in params:
+                bound[name] = value
+        return {name: collapse(value) for name, value in bound.items()}
 
-    def bind(self, op: str, call: cst.Call, args: list[Value], skip: int = 0) -> dict[str, Value]:
-        """Arguments by parameter name; `skip` drops leading parameters taken by the receiver."""
-        facts = self.facts.ops.get(op)
-        params = facts.params[skip:] if facts is not None else ()
-        return {name: args[position] for name, position in _matched(call, params)}
-
-
-def _matched(call: cst.Call, params: Sequence[str]) -> Iterator[tuple[str, int]]:
-    """(parameter name, index in `call.args`) of each argument: keywords by their name,
-    positionals in order; `*args`/`**kwargs` and surplus positionals match nothing."""
-    positional = iter(params)
-    for position, arg in enumerate(call.args):
-        name = keyword_of(arg) or (next(positional, None) if not arg.star else None)
-        if name is not None:
-            yield name, position
+    def argument_texts(self, params: Sequence[str], args: Args) -> dict[str, str]:
+        texts = {}
+        for name, expr in zip(params, args.positional_exprs):
+            if expr is not None:
+                texts[name] = self.i.ctx.code_of(expr)
+        for name, expr in args.keyword_exprs.items():
+            if expr is not None and name in params:
+                texts[name] = self.i.ctx.code_of(expr)
+        return texts
 
 
-def _bind_summary(summary: Summary, call: cst.Call, args: list[Value]) -> dict[int, Value]:
-    names = list(summary.params)
-    return {names.index(name): args[position] for name, position in _matched(call, names) if name in names}
+def _per_condition(records) -> list[SaveRecord]:
+    """The first save of each condition a callee saved under (each option of a configuration)."""
+    first: dict[frozenset, SaveRecord] = {}
+    for record in sorted(records, key=lambda record: record.order):
+        first.setdefault(record.condition, record)
+    return list(first.values())
 
 
-def _argument_expr(summary: Summary, call: cst.Call, index: int) -> cst.BaseExpression | None:
-    wanted = summary.params[index] if index < len(summary.params) else None
-    return next((call.args[position].value for name, position in _matched(call, summary.params) if name == wanted), None)
+def _same_self(bound: Value, state: State) -> bool:
+    return bound is state.env.get("self") or (isinstance(bound, Module) and isinstance(state.env.get("self"), Module) and bound.instance is state.env["self"].instance)  # type: ignore[union-attr]
 
 
-def _argument_text(ctx: FileContext, summary: Summary, call: cst.Call, index: int) -> str:
-    expr = _argument_expr(summary, call, index)
-    return ctx.code_of(expr) if expr is not None else summary.params[index]
+def _with_graph(value: Value, graph: frozenset[int]) -> Value:
+    if isinstance(value, Val) and value.is_tensor and value.grad > Grad.NO:
+        return replace(value, graph=value.graph | graph)
+    if isinstance(value, Val) and value.items is not None:
+        return replace(value, items=tuple(_with_graph(item, graph) for item in value.items))
+    if isinstance(value, Choice):
+        return Choice(tuple((condition, _with_graph(option, graph)) for condition, option in value.options))
+    return value
 
 
-def _argument_texts(ctx: FileContext, call: cst.Call, params: Sequence[str]) -> dict[str, str]:
-    return {name: ctx.code_of(call.args[position].value) for name, position in _matched(call, params)}
+def _is_namespace(value: Value) -> bool:
+    return isinstance(value, Namespace)
 
 
-def _steps_an_optimizer(call: cst.Call) -> bool:
-    """`opt.step()`, `self.optimizer.step()`, `scaler.step(optimizer)`; not `scheduler.step()`."""
-    names = [dotted(call.func.value)] + [dotted(arg.value) for arg in call.args]  # type: ignore[attr-defined]
-    return any(name is not None and "opt" in name.rsplit(".", 1)[-1].lower() for name in names)
+def _string_method(text: str, method: str, args: Args) -> Value:
+    if method in ("lower", "upper", "strip") and not args.values():
+        return Const(getattr(text, method)())
+    return NOT_TENSOR
+
+
+def literal_true(value: Value | None) -> bool:
+    return isinstance(value, Const) and value.value is True
 
 
 def dtype_name(expr: cst.BaseExpression) -> str | None:
@@ -330,4 +931,4 @@ def dtype_name(expr: cst.BaseExpression) -> str | None:
     if name is None or not name.startswith(("torch.", "th.")):
         return None
     short = name.rsplit(".", 1)[-1]
-    return {"float": "float32", "half": "float16", "double": "float64"}.get(short, short) if short[:1].islower() and any(c.isdigit() for c in short) or short in ("float", "half", "double", "bfloat16") else None
+    return {"float": "float32", "half": "float16", "double": "float64"}.get(short, short) if short[:1].islower() and any(c.isdigit() for c in short) or short in ("float", "half", "double", "bfloat16", "long", "int", "bool") else None

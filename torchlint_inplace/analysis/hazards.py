@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..diagnostics import Related, Span
+from .conditions import Condition
 from .model import Reason
-from .values import SaveRecord
+from .state import SaveRecord
 
 BACKWARD_ERROR = "one of the variables needed for gradient computation has been modified by an inplace operation"
 LEAF_ERROR = "a leaf Variable that requires grad is being used in an in-place operation"
@@ -33,6 +35,9 @@ class Hazard:
 
     certain: bool
     reason: Callable[[], Reason]
+    condition: Condition = frozenset()  # what the save it blames needed (a configuration's option)
+    silent: bool = False  # the damage is wrong values, not an error
+    refused: bool = False  # torch refuses the write itself: the path ends there
 
 
 def _save_notes(path: str, records: Sequence[SaveRecord], span_of: SpanOf) -> tuple[Related, ...]:
@@ -51,16 +56,21 @@ def _whom(record: SaveRecord, target: str) -> str:
     return f"`{record.what}` (an alias of it)"
 
 
-def saved_reason(path: str, target: str, records: Sequence[SaveRecord], written_at: object | None, span_of: SpanOf) -> Reason:
-    """`written_at`: the write's node when it is in the file of the saves, where loop order means something."""
+def saved_reason(path: str, target: str, records: Sequence[SaveRecord], written_at: object | None, span_of: SpanOf, cloned: bool = False) -> Reason:
+    """`written_at`: the write's node when it is in the file of the saves, where loop order means
+    something. `cloned`: the written tensor is itself a `.clone()`, so advising another is wrong."""
     first = records[0]
     saved_at = span_of(first.node)
     earlier = "in an earlier loop iteration " if written_at is not None and saved_at.start >= span_of(written_at).end else ""
+    if cloned:
+        advice = f"`{target}` is already a clone, and `{first.op}` saved {_saved_thing(first)}, a view of that clone: build the result out of place instead (e.g. `torch.cat`)"
+    else:
+        advice = f"write it out of place, or `{target} = {target}.clone()` before the in-place write"
     return Reason(
         f"`{first.op}` at line {saved_at.start.line} {earlier}saved {_whom(first, target)} for backward; backward() will raise '{BACKWARD_ERROR}'",
         RAISES_AT_BACKWARD,
         _save_notes(path, records, span_of),
-        f"write it out of place, or `{target} = {target}.clone()` before the in-place write",
+        advice,
     )
 
 
@@ -82,21 +92,31 @@ def hidden_reason(path: str, how: str, records: Sequence[SaveRecord], span_of: S
     return Reason(reason, consequence, _save_notes(path, records, span_of), "write into a `.clone()`, or do it after backward()")
 
 
-def leaf_reason(path: str, origin: object, span_of: SpanOf) -> Reason:
-    if origin is None:
-        return Reason(f"it is a leaf tensor that requires grad; this raises at once: '{LEAF_ERROR}'", RAISES_NOW_LEAF, (), "wrap the write in `with torch.no_grad():`")
-    span = span_of(origin)
+Located = tuple[str, Span] | None  # a node's file and span, when its file is still known
+
+
+def _at(found: Located, path: str) -> str:
+    """`line 12`, or `line 12 of layers.py` for a line in another file."""
+    assert found is not None
+    where, span = found
+    return f"line {span.start.line}" if where == path else f"line {span.start.line} of {Path(where).name}"
+
+
+def leaf_reason(path: str, found: Located) -> Reason:
+    if found is None:
+        return Reason(f"it is a leaf tensor that requires grad (a parameter, or made with requires_grad=True); this raises at once: '{LEAF_ERROR}'", RAISES_NOW_LEAF, (), "wrap the write in `with torch.no_grad():`")
     return Reason(
-        f"it is a leaf tensor that requires grad (created at line {span.start.line}); this raises at once: '{LEAF_ERROR}'",
+        f"it is a leaf tensor that requires grad (created at {_at(found, path)}); this raises at once: '{LEAF_ERROR}'",
         RAISES_NOW_LEAF,
-        (Related(path, span, "the leaf tensor that requires grad is created here"),),
+        (Related(found[0], found[1], "the leaf tensor that requires grad is created here"),),
         "wrap the write in `with torch.no_grad():`, or use `nn.init.*_`",
     )
 
 
-def multi_view_reason(method: str, made_at: Span) -> Reason:
+def multi_view_reason(path: str, method: str, found: Located) -> Reason:
+    where = f" at {_at(found, path)}" if found is not None else ""
     return Reason(
-        f"it is an output of `{method}()` at line {made_at.start.line}, a view torch forbids modifying in place while it requires grad; this raises at once",
+        f"it is an output of `{method}()`{where}, a view torch forbids modifying in place while it requires grad; this raises at once",
         RAISES_NOW,
         (),
         f"`.clone()` the output of `{method}()` before writing it",
@@ -112,14 +132,46 @@ def stale_reason(path: str, name: str, read_at: Span) -> Reason:
     )
 
 
-def step_reason(path: str, retained: Span, later_backward: Span) -> Reason:
+def step_reason(path: str, loss: str, built: Span, later_backward: Span) -> Reason:
     return Reason(
-        f"`backward(retain_graph=True)` at line {retained.start.line} kept a graph that saved those parameters alive, "
-        f"and `backward()` at line {later_backward.start.line} goes through it again; it will raise '{BACKWARD_ERROR}'",
+        f"`{loss}` was computed through those parameters at line {built.start.line}, before the step, "
+        f"and `backward()` at line {later_backward.start.line} goes back through that graph; it will raise '{BACKWARD_ERROR}'",
         RAISES_AT_BACKWARD,
         (
-            Related(path, retained, "the graph is kept alive here"),
-            Related(path, later_backward, "and backpropagated through again here"),
+            Related(path, built, f"`{loss}` is computed here, before the step"),
+            Related(path, later_backward, "and backpropagated through here, after it"),
         ),
-        "call every backward() through a shared graph before stepping, or recompute the forward after step()",
+        "call every backward() through a graph before stepping, or recompute the forward after step()",
+    )
+
+
+def overlap_reason(operand: str, target: str, line: int) -> Reason:
+    return Reason(
+        f"its operand `{operand}` is a view of `{target}` itself: the op at line {line} reads elements it has already overwritten",
+        "silently computes wrong values",
+        (),
+        f"use the out-of-place form, or clone the operand: `{operand}.clone()`",
+    )
+
+
+def hooked_reason(module: str) -> Reason:
+    return Reason(
+        f"it is the output of `{module}`, which has a full backward hook: torch makes that output a view "
+        "(BackwardHookFunctionBackward) and refuses to modify it in place; this raises at once",
+        RAISES_NOW,
+        (),
+        "write into a `.clone()` of the module's output, or use the out-of-place form",
+    )
+
+
+INFERENCE_ERROR = "Inplace update to inference tensor outside InferenceMode is not allowed"
+
+
+def inference_reason(path: str, found: Located) -> Reason:
+    where = f" at {_at(found, path)}" if found is not None else ""
+    return Reason(
+        f"it was created under `torch.inference_mode()`{where}; this raises at once: '{INFERENCE_ERROR}'",
+        RAISES_NOW,
+        (Related(found[0], found[1], "the inference tensor is created here"),) if found is not None else (),
+        "`.clone()` it outside inference mode before writing, or create it under `torch.no_grad()` instead",
     )

@@ -1,15 +1,22 @@
-"""A small abstract interpreter over one function body, tracking tensors by storage.
+"""A small abstract interpreter over one function body, for construction as for computation.
 
-It walks statements in order, keeps for every name what it may hold (`values.Val`), records
-which storages autograd saved for backward (from the op table generated from torch), and asks
-`write` about every in-place write. Branches are merged conservatively; loop bodies run twice
-so that state carried from one iteration into the next (an RNN hidden state) is seen; code
-under `torch.no_grad()` records nothing. Calls into project code apply the callee's summary.
+It walks statements in order and keeps for every name what it may hold (`values`): tensors by
+storage, and the Python values construction code works with (constants, classes, modules,
+dicts, lists). It records which storages autograd saved for backward (from the op table
+generated from torch) and asks `write` about every in-place write. A branch it can decide (a
+constant, a configuration value a caller passed) runs one way; one it cannot runs both ways,
+each side assuming its test, so a value that differs between them becomes a `Choice` and a
+finding made on one side carries that side's condition. Loop bodies run twice, so that state
+carried from one iteration into the next (an RNN hidden state) is seen; a loop over a container
+known to be non-empty runs at least once. Code under `torch.no_grad()` records nothing. Calls
+are `calls.CallEvaluator`'s business.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import operator
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -17,35 +24,55 @@ import libcst as cst
 
 from .autograd_function import FunctionContract
 from .calls import CallEvaluator, dtype_name
-from .classes import ClassInfo
-from .hazards import Hazard, hidden_reason, leaf_reason, multi_view_reason, saved_reason, stale_reason
+from .classes import ClassInfo, FunctionRef
+from .conditions import TRAINING, Assumption, Condition, against_defaults, consistent
+from .hazards import (
+    Hazard,
+    hidden_reason,
+    hooked_reason,
+    inference_reason,
+    leaf_reason,
+    multi_view_reason,
+    overlap_reason,
+    saved_reason,
+    stale_reason,
+)
 from .imports import dotted
+from .instances import Instance, patched
 from .model import Form, Mutation
-from .params import function_grad_enabled, tensor_list_parameters, tensor_parameters
-from .project import FileContext, Project
-from .summaries import Summary, SummaryRecorder
+from .project import FileContext
+from .protocols import Engine
+from .state import PendingWrite, SaveRecord, Site, State, merge_states
+from .summaries import SummaryRecorder
 from .syntax import is_self, keyword_of, literal, names_in, never_tensor_operand, operand_exprs, string_index
 from .values import (
     NOT_TENSOR,
+    Choice,
+    Const,
+    DictVal,
+    Func,
     Grad,
-    ModuleRef,
-    PendingWrite,
-    SaveRecord,
-    Site,
-    State,
+    Klass,
+    Module,
+    Sym,
     Val,
     Value,
+    collapse,
     element_of,
+    fresh_id,
     fresh_storage,
     grad_of,
+    graph_of,
     is_tensor,
     item_of,
-    merge_states,
+    merge_all,
     merge_values,
+    nonempty,
+    options_of,
     reachable,
-    storages_within,
+    tensors_in,
 )
-from .vocabulary import AUTOCAST, GRAD_OFF, GRAD_ON, NON_CONTIGUOUS_VIEWS, SET_GRAD
+from .vocabulary import AUTOCAST, GRAD_OFF, GRAD_ON, INFERENCE_MODE, METADATA_ATTRIBUTES, NON_CONTIGUOUS_VIEWS, SET_GRAD
 
 _BINARY_OPS = {
     cst.Multiply: ("mul", "*"),
@@ -72,66 +99,111 @@ _AUGMENTED_OPS = {
     cst.LeftShiftAssign: ("bitwise_left_shift", "<<="),
     cst.RightShiftAssign: ("bitwise_right_shift", ">>="),
 }
+# Python's own operators on constants, for configuration arithmetic (`dim * 4`, `p > 0`).
+_PYTHON_BINARY: dict[type, Callable[[object, object], object]] = {
+    cst.Multiply: operator.mul, cst.Divide: operator.truediv, cst.Add: operator.add, cst.Subtract: operator.sub,
+    cst.FloorDivide: operator.floordiv, cst.Modulo: operator.mod, cst.Power: operator.pow,
+}  # fmt: skip
+_COMPARISONS: dict[type, tuple[str, Callable[[object, object], bool]]] = {
+    cst.Equal: ("==", operator.eq), cst.NotEqual: ("!=", operator.ne), cst.LessThan: ("<", operator.lt),
+    cst.LessThanEqual: ("<=", operator.le), cst.GreaterThan: (">", operator.gt), cst.GreaterThanEqual: (">=", operator.ge),
+    cst.Is: ("is", operator.is_), cst.IsNot: ("is not", operator.is_not), cst.In: ("in", lambda a, b: a in b),
+    cst.NotIn: ("not in", lambda a, b: a not in b),
+}  # fmt: skip
+# The negative comparisons are assumed as their positive twin not holding.
+_POSITIVE = {"!=": "==", "is not": "is", "not in": "in"}
 _COMMUTATIVE = frozenset({"mul", "add"})
 _MAX_LOOP_NESTING = 3
+MAX_CALL_DEPTH = 12
+_EVERYTHING: frozenset[int] = frozenset({-1})  # top-level code: whatever it computed may be backwarded
 
 
-class FunctionInterpreter(CallEvaluator):
+class FunctionInterpreter:
     def __init__(
         self,
-        project: Project,
+        engine: Engine,
         ctx: FileContext,
-        cls: ClassInfo | None,
-        sink: dict[tuple, Mutation],
+        cls: ClassInfo | None = None,
+        instance: Instance | None = None,
         recorder: SummaryRecorder | None = None,
-        report: FileContext | None = None,
+        constructing: bool = False,
+        depth: int = 0,
+        grad_enabled: bool = True,
     ) -> None:
-        self.project = project
+        self.engine = engine
+        self.project = engine.project
         self.ctx = ctx
-        self.report = report or ctx  # the file whose findings are collected: a callee's, when reading its callers
-        self.param_storages: frozenset[int] = frozenset()
-        self.caller_storages: frozenset[int] = frozenset()
-        self.view_names: set[str] = set()  # names ever bound to a view of a tensor (`v = out[1:]`)
         self.facts = ctx.facts
         self.cls = cls
-        self.sink = sink
+        self.instance = instance
         self.recorder = recorder
+        self.constructing = constructing  # running `__init__` or what it calls: bindings of `self` are the point
+        self.depth = depth
+        # Findings of this run, each with the saves it blames: one whose saving ops feed nothing
+        # that leaves the function (only integer indices are returned) cannot raise.
+        self.sink: list[tuple[Mutation, frozenset[int]]] = []
+        self.escaped: frozenset[int] = frozenset()
+        self.children: list = []  # summaries of the runs this one reached
+        self.param_storages: frozenset[int] = frozenset()
+        self.inherited: dict[int, tuple] = {}
+        self.caller_storages: frozenset[int] = frozenset()
+        self.view_names: set[str] = set()  # names ever bound to a view of a tensor (`v = out[1:]`)
         self.contract: FunctionContract | None = None
         self.ctx_name: str | None = None
-        self.grad_enabled = True
+        self.outer_grad = grad_enabled  # the caller's grad mode: no_grad around the call reaches in
+        self.grad_enabled = grad_enabled
+        self.inference = False
         self.discarded: cst.BaseExpression | None = None
         self.autocast: str | None = None
         self.loop_depth = 0
         self.jumps: list[list[State]] = []
+        self.returned: Value | None = None
+        self.patches: dict[int, Module] = {}  # modules rewritten through an alias (`m.inplace = True`)
+        self.extra: Condition = frozenset()  # the option of a `Choice` being called
+        self.hooked: frozenset[int] = frozenset()  # modules with a full backward hook, from the caller
+        self.calls = CallEvaluator(self)
 
     # ----------------------------------------------------------------- entry points
 
-    def run_function(self, func: cst.FunctionDef, params: dict[str, Val] | None = None) -> State:
-        if params is None:
-            params = {name: Val(fresh_storage(), grad, origin=func) for name, grad in tensor_parameters(func, self.cls).items()}
-            grad = Grad.MAYBE if self.cls is not None and func.name.value == "forward" else Grad.UNKNOWN
-            for name in tensor_list_parameters(func):
-                params[name] = Val(items=(Val(fresh_storage(), grad, origin=func),))
-        state = State(env=dict(params))
-        self.param_storages = frozenset().union(*(value.storages for value in params.values())) if params else frozenset()
+    def run_function(self, func: FunctionRef, env: dict[str, Value], params: dict[str, Value] | None = None) -> State:
+        """Run `func` with `env` bound; `params` (default: all of `env`) are its arguments."""
+        params = env if params is None else params
+        node = func.node
+        state = State(env=dict(env), hooked=self.hooked)
+        self.param_storages = frozenset().union(*(reachable(value) for value in params.values())) if params else frozenset()
+        # What the caller's tensors already were (a leaf, a view torch forbids writing): a write
+        # into one is the caller's finding (TIP007, applied at the call), not this run's.
+        self.inherited = {storage: _refusal(tensor) for value in params.values() for tensor in tensors_in(value) for storage in tensor.storages}
         # What the caller can see: the arguments, and the elements of a `list[Tensor]` argument
         # (an optimizer's states): rebinding a name that holds one of them is not a safe fix.
-        self.caller_storages = frozenset().union(*map(storages_within, params.values()))
-        self.grad_enabled = function_grad_enabled(func, self.cls, self.ctx.imports)
-        if self.cls is not None and self.cls.is_autograd_function and func.name.value == "forward":
-            positional = [*func.params.posonly_params, *func.params.params]
+        self.caller_storages = self.param_storages
+        self.grad_enabled = self.outer_grad and self.engine.grad_enabled(self.ctx, node, self.cls)
+        if self.cls is not None and self.cls.is_autograd_function and node.name.value == "forward":
+            positional = [*node.params.posonly_params, *node.params.params]
             self.ctx_name = positional[0].name.value if positional else None
-            self.contract = FunctionContract(self.ctx, {name: value.storages for name, value in params.items()})
-        final = self.exec_block(func.body, state)
+            self.contract = FunctionContract(self.ctx, {name: reachable(value) for name, value in params.items()})
+        final = self.exec_block(node.body, state)
         if self.contract is not None:
-            for mutation in self.contract.mutations():
-                self.sink.setdefault((id(mutation.node), mutation.form), mutation)
+            self.sink.extend((mutation, frozenset()) for mutation in self.contract.mutations())
         if self.recorder is not None:
-            self.recorder.on_saves(final.saves)
+            self.recorder.on_saves(final.saves, reachable(self.returned) if self.returned is not None else frozenset())
+        if not final.dead:
+            self.escaped |= final.escaped
+        self.escaped |= frozenset().union(*(graph_of(final.env.get(name)) for name in params)) if params else frozenset()
+        self.final = final
         return final
 
-    def run_statements(self, statements: Sequence[cst.BaseStatement]) -> None:
-        self.exec_statements(statements, State())
+    def run_statements(self, statements: Sequence[cst.BaseStatement], state: State | None = None) -> State:
+        self.final = self.exec_statements(statements, state or State())
+        self.escaped = _EVERYTHING
+        return self.final
+
+    def mutations(self) -> list[Mutation]:
+        """The findings that can do harm: those whose saving ops feed something that leaves the
+        run (its return value, `self`, an argument, a backward, code we cannot see)."""
+        if self.escaped is _EVERYTHING or self.constructing:
+            return [mutation for mutation, _ in self.sink]
+        return [mutation for mutation, orders in self.sink if not orders or orders & self.escaped]
 
     # ----------------------------------------------------------------- statements
 
@@ -167,7 +239,9 @@ class FunctionInterpreter(CallEvaluator):
             return self.exec_try(statement, state)
         if isinstance(statement, cst.Match):
             return self.exec_match(statement, state)
-        return state  # nested def / class: analysed on their own
+        if isinstance(statement, cst.FunctionDef):
+            state.env[statement.name.value] = Func(statement.name.value, ref=self.ctx.function_ref(statement, None))
+        return state  # nested class: analysed on its own
 
     def exec_small(self, small: cst.BaseSmallStatement, state: State) -> State:
         if isinstance(small, cst.Assign):
@@ -182,18 +256,16 @@ class FunctionInterpreter(CallEvaluator):
         elif isinstance(small, cst.Expr):
             self.eval_statement_expression(small.value, state)
         elif isinstance(small, cst.Return):
-            if small.value is not None:
-                value = self.eval(small.value, state)
-                if self.recorder is not None:
-                    items = tuple(reachable(item) for item in value.items) if isinstance(value, Val) and value.items is not None else None
-                    self.recorder.on_return(reachable(value), items)
-                if self.contract is not None:
-                    self.contract.on_return(small, reachable(value))
-            if self.recorder is not None:
-                self.recorder.on_saves(state.saves)
+            self.on_return(self.eval(small.value, state) if small.value is not None else Const(None), small, state)
             state.dead = True
-        elif isinstance(small, cst.Raise) or (isinstance(small, cst.Assert) and literal(small.test) is False):
+        elif isinstance(small, cst.Raise):
             state.dead = True
+        elif isinstance(small, cst.Assert):
+            holds, _ = self.branch(small.test, state)
+            if holds is None:
+                state.dead = True
+            else:
+                state = holds
         elif isinstance(small, (cst.Break, cst.Continue)):
             if self.jumps:
                 self.jumps[-1].append(state.copy())
@@ -203,6 +275,15 @@ class FunctionInterpreter(CallEvaluator):
                 state.env.pop(name, None)
                 state.stale.pop(name, None)
         return state
+
+    def on_return(self, value: Value, node: cst.CSTNode, state: State) -> None:
+        self.returned = value if self.returned is None else merge_values(self.returned, value)
+        if self.recorder is not None:
+            self.recorder.on_return(value)
+            self.recorder.on_saves(state.saves, reachable(value))
+        if self.contract is not None:
+            self.contract.on_return(node, reachable(value))
+        self.escaped |= state.escaped | graph_of(value)
 
     def eval_statement_expression(self, expr: cst.BaseExpression, state: State) -> None:
         self.discarded = expr  # a call made for its side effects: its arguments are meant to change
@@ -215,45 +296,74 @@ class FunctionInterpreter(CallEvaluator):
         self.eval(expr, state)
 
     def exec_if(self, node: cst.If, state: State) -> State:
-        self.eval(node.test, state)
-        body = self.exec_block(node.body, state.copy())
-        if node.orelse is None:
-            other = state
-        elif isinstance(node.orelse, cst.If):
-            other = self.exec_if(node.orelse, state.copy())
-        else:
-            other = self.exec_block(node.orelse.body, state.copy())
-        return merge_states([body, other])
+        holds, fails = self.branch(node.test, state)
+        outcomes = []
+        if holds is not None:
+            outcomes.append(self.exec_block(node.body, holds))
+        if fails is not None:
+            if node.orelse is None:
+                outcomes.append(fails)
+            elif isinstance(node.orelse, cst.If):
+                outcomes.append(self.exec_if(node.orelse, fails))
+            else:
+                outcomes.append(self.exec_block(node.orelse.body, fails))
+        return merge_states(outcomes) if outcomes else State(dead=True)
 
     def exec_loop(self, node: cst.For | cst.While, state: State) -> State:
-        element = self.iteration_element(node.iter, state) if isinstance(node, cst.For) else self.eval(node.test, state)
+        """Two rounds (one past nesting depth 3); a loop over a container known to hold
+        elements, or `while True`, has no path that skips the body."""
+        if isinstance(node, cst.For):
+            iterable = self.eval_iterable(node.iter, state)
+            element = self.iteration_element(node.iter, iterable, state)
+            runs_once = nonempty(iterable) or self.counts_up(node.iter, state)
+        else:
+            element, iterable = NOT_TENSOR, NOT_TENSOR
+            entered, skipped = self.branch(node.test, state.copy())
+            runs_once = skipped is None
+            if entered is None:
+                return state
         rounds = 2 if self.loop_depth < _MAX_LOOP_NESTING else 1
         self.loop_depth += 1
         entry = state
-        exits = [state]
+        exits = [] if runs_once else [state]
         current = state
         for _ in range(rounds):
             current = current.copy()
             if isinstance(node, cst.For):
                 self.assign(node.target, element, current, node)
+            else:
+                current, _ = self.branch(node.test, current)
+                if current is None:
+                    break
             self.jumps.append([])
             after = self.exec_block(node.body, current)
             jumps = self.jumps.pop()
             exits.extend(jumps)
             exits.append(after)
-            current = merge_states([entry, after, *jumps])
+            current = merge_states([entry, after, *jumps]) if not after.dead or jumps else after
+            if current.dead:
+                break
         self.loop_depth -= 1
-        merged = merge_states(exits)
-        if node.orelse is not None:
+        merged = merge_states(exits) if exits else State(dead=True)
+        if node.orelse is not None and not merged.dead:
             merged = self.exec_block(node.orelse.body, merged)
         return merged
 
+    def counts_up(self, iterable: cst.BaseExpression, state: State) -> bool:
+        """`range(n)` with a known positive count runs at least once."""
+        if not (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "range" and len(iterable.args) == 1):
+            return False
+        count = self.peek(iterable.args[0].value, state)
+        return isinstance(count, Const) and isinstance(count.value, int) and count.value > 0
+
     def exec_with(self, node: cst.With, state: State) -> State:
-        saved_mode, saved_autocast = self.grad_enabled, self.autocast
+        saved = (self.grad_enabled, self.autocast, self.inference)
         for item in node.items:
             mode = self.grad_mode_of(item.item)
             if mode is not None:
                 self.grad_enabled = mode
+                if mode is False and self.is_inference_mode(item.item):
+                    self.inference = True
                 continue
             autocast = self.autocast_of(item.item)
             if autocast is not None:
@@ -263,7 +373,7 @@ class FunctionInterpreter(CallEvaluator):
             if item.asname is not None:
                 self.assign(item.asname.name, value, state, node)
         state = self.exec_block(node.body, state)
-        self.grad_enabled, self.autocast = saved_mode, saved_autocast
+        self.grad_enabled, self.autocast, self.inference = saved
         return state
 
     def exec_try(self, node: cst.Try | cst.TryStar, state: State) -> State:
@@ -288,46 +398,93 @@ class FunctionInterpreter(CallEvaluator):
         op, symbol = _AUGMENTED_OPS[type(node.operator)]
         if never_tensor_operand(node.value):  # `layers += [block]`: a list grows, no tensor is written
             if not isinstance(target, cst.Subscript):
-                self.assign(target, NOT_TENSOR, state, node)
+                current = self.peek(target, state)
+                grown = self.calls.extended(current, operand) if isinstance(collapse(current), Val) and collapse(current).items is not None else NOT_TENSOR
+                self.assign(target, grown, state, node)
             return
         if isinstance(target, cst.Subscript):
             base = self.eval(target.value, state)
             if is_tensor(base) and not string_index(target):
                 view = self.eval_subscript(target, state)
                 action = f"`{self.ctx.code_of(target)} {symbol} ...` writes into"
-                self.inplace_op(Form.INDEX_ASSIGN, node, target.value, base, state, action, op, symbol, {"other": operand}, view)
+                self.inplace_op(Form.INDEX_ASSIGN, node, target.value, collapse(base), state, action, op, symbol, {"other": operand}, view)
                 return
             element = self.eval_subscript(target, state)  # `items[i] += x`: the element tensor, in place
             if is_tensor(element):
-                self.inplace_op(Form.AUG_ASSIGN, node, target, element, state, f"`{self.ctx.code_of(target)} {symbol} ...` modifies", op, symbol, {"other": operand})
+                self.inplace_op(Form.AUG_ASSIGN, node, target, collapse(element), state, f"`{self.ctx.code_of(target)} {symbol} ...` modifies", op, symbol, {"other": operand})
+            else:
+                self.store_item(target, self.combine(element, operand, node.operator, node), state, node)
             return
         current = self.eval(target, state)
         if not is_tensor(current):
             # Python numbers, lists, ...: `n += 1` rebinds, nothing is written in place.
-            self.assign(target, self.new_tensor([operand]) if is_tensor(operand) else NOT_TENSOR, state, node)
+            value = self.new_tensor([operand]) if is_tensor(operand) else self.combine(current, operand, node.operator, node)
+            self.assign(target, value, state, node)
             return
-        self.inplace_op(Form.AUG_ASSIGN, node, target, current, state, f"`{self.ctx.code_of(target)} {symbol} ...` modifies", op, symbol, {"other": operand})
+        self.inplace_op(Form.AUG_ASSIGN, node, target, collapse(current), state, f"`{self.ctx.code_of(target)} {symbol} ...` modifies", op, symbol, {"other": operand})
 
     def inplace_op(
         self, form: Form, node: cst.CSTNode, target_expr: cst.CSTNode, target: Val, state: State, action: str,
-        op: str | None, label: str, others: dict[str, Value], written: Val | None = None,
+        op: str | None, label: str, others: dict[str, Value], written: Value | None = None, chain: cst.CSTNode | None = None,
     ) -> None:
         """An in-place op: it saves its operands before it writes (so `x *= x[:, :1]` breaks
         itself) and, like its out-of-place twin, its result after."""
-        bound: dict[str, Value] = {"self": written or target, **others}
+        written_val = collapse(written) if written is not None else target
+        bound: dict[str, Value] = {"self": written_val if isinstance(written_val, Val) else target, **others}
         texts = {name: self.ctx.code_of(expr) for name, expr in operand_exprs(node).items()}
+        graph = graph_of(Val(items=tuple(others.values())))
         if op is not None:
-            self.record_op(op, label, bound, target, node, state, texts, only=lambda saved: saved not in ("self", "result"))
-        self.write(form, node, target_expr, target, state, action)
+            graph |= self.record_op(op, label, bound, target, node, state, texts, only=lambda saved: saved not in ("self", "result")).graph
+        operand = others.get("other")
+        overlap = None
+        if is_tensor(operand) and operand is not target and collapse(operand).storages & target.storages and not isinstance(target_expr, cst.Subscript):
+            operand_expr = operand_exprs(node).get("other")
+            if operand_expr is not None and self.is_view_expression(operand_expr) and written is None:
+                line = self.ctx.span_of(node).start.line
+                overlap = overlap_reason(self.ctx.code_of(operand_expr), self.ctx.code_of(target_expr), line)
+        self.write(form, node, target_expr, target, state, action, overlap=overlap, chain=chain)
         if op is not None:
-            self.record_op(op, label, bound, target, node, state, {}, only=lambda saved: saved == "result")
+            graph |= self.record_op(op, label, bound, target, node, state, {}, only=lambda saved: saved == "result").graph
+        if graph - target.graph:
+            self.regraph(target, graph, state)
+
+    def regraph(self, target: Val, graph: frozenset[int], state: State) -> None:
+        """After an in-place op the written tensor's value depends on its operands too."""
+        for name, value in list(state.env.items()):
+            if isinstance(value, Val) and value.storages & target.storages and not value.graph >= graph:
+                state.env[name] = replace(value, graph=value.graph | graph)
+
+    def combine(self, left: Value, right: Value, op: cst.BaseBinaryOp | cst.BaseAugOp, node: cst.CSTNode) -> Value:
+        """Python arithmetic on configuration values: constants compute, unknowns stay symbolic."""
+        binary = getattr(cst, type(op).__name__.replace("Assign", ""), None) if isinstance(op, cst.BaseAugOp) else type(op)
+        function = _PYTHON_BINARY.get(binary) if binary is not None else None
+        left, right = collapse(left), collapse(right)
+        if function is None:
+            return NOT_TENSOR
+        if isinstance(left, Const) and isinstance(right, Const):
+            try:
+                return Const(function(left.value, right.value))
+            except Exception:
+                return NOT_TENSOR
+        if isinstance(left, (Sym, Const)) and isinstance(right, (Sym, Const)):
+            text = self.ctx.code_of(node.value if isinstance(node, cst.AugAssign) else node)
+            defaults = [side.default if isinstance(side, Sym) else side for side in (left, right)]
+            default = None
+            if all(isinstance(d, Const) for d in defaults):
+                try:
+                    default = Const(function(defaults[0].value, defaults[1].value))  # type: ignore[union-attr]
+                except Exception:
+                    default = None
+            return Sym(text, default)
+        return NOT_TENSOR
 
     def assign(self, target: cst.BaseExpression, value: Value, state: State, statement: cst.CSTNode) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
+            value = collapse(value) if not isinstance(value, Choice) else value
             for index, element in enumerate(element.value for element in target.elements):
                 if isinstance(element, cst.StarredElement):
                     self.assign(element.value, NOT_TENSOR, state, statement)
-                elif is_tensor(value) and value.items is None and not value.multi_view:
+                elif isinstance(value, Val) and value.is_tensor and value.items is None and not value.multi_view:
                     # `a, b = f(x)`: a tuple-returning op or module gives different tensors
                     self.assign(element, value.part(), state, statement)
                 else:
@@ -337,10 +494,20 @@ class FunctionInterpreter(CallEvaluator):
             base = self.eval(target.value, state)
             self.eval_slices(target, state)
             if is_tensor(base) and not string_index(target):
-                self.write(Form.INDEX_ASSIGN, statement, target.value, base, state, f"`{self.ctx.code_of(target)} = ...` writes into")
+                self.write(Form.INDEX_ASSIGN, statement, target.value, collapse(base), state, f"`{self.ctx.code_of(target)} = ...` writes into")
+                if graph_of(value):
+                    self.regraph(collapse(base), graph_of(value), state)  # type: ignore[arg-type]
+                return
+            self.store_item(target, value, state, statement)
             return
+        if isinstance(target, cst.Attribute) and not isinstance(collapse(self.peek(target.value, state)), Val):
+            owner = collapse(self.peek(target.value, state))
+            if isinstance(owner, Module) and dotted(target.value) != "self":
+                self.patch_module(target.value, owner, target.attr.value, value, statement, state)
         name = dotted(target)
         if name is not None:
+            if name.startswith("self.") and isinstance(value, Val) and value.is_tensor and not self.constructing:
+                state.escaped |= value.graph  # kept on the module: someone may backward through it later
             state.env[name] = value
             state.stale.pop(name, None)
             if isinstance(statement, cst.Assign) and is_tensor(value) and self.is_view_expression(statement.value):
@@ -350,68 +517,300 @@ class FunctionInterpreter(CallEvaluator):
             for key in [key for key in state.env if key.startswith(prefix)]:
                 del state.env[key]
 
+    def patch_module(self, owner_expr: cst.BaseExpression, owner: Module, attr: str, value: Value, statement: cst.CSTNode, state: State) -> None:
+        """`m.inplace = True` on a module reached through an alias (`for m in self.modules()`)."""
+        rebuilt = self.calls.modules.with_attribute(owner, attr, value, statement, state)
+        if rebuilt is None:
+            return
+        for condition, option in options_of(self.peek(owner_expr, state)):
+            if isinstance(option, Module):
+                self.patches[option.ident] = self.calls.modules.with_attribute(option, attr, value, statement, state) or option
+        name = dotted(owner_expr)
+        if name is not None:
+            state.env[name] = rebuilt
+
+    def store_item(self, target: cst.Subscript, value: Value, state: State, statement: cst.CSTNode) -> None:
+        """`d["k"] = v`, `xs[i] = v`: a list or dict of the function's own, rebound with the item."""
+        container = collapse(self.peek(target.value, state))
+        index = target.slice[0].slice if len(target.slice) == 1 else None
+        key = self.peek(index.value, state) if isinstance(index, cst.Index) else None
+        if isinstance(container, DictVal):
+            updated: Value = container.set(key.value, value) if isinstance(key, Const) else replace(container, rest=merge_values(container.rest, value))
+        elif isinstance(container, Val) and container.items is not None and not container.is_tensor:
+            items = list(container.items)
+            if isinstance(key, Const) and isinstance(key.value, int) and -len(items) <= key.value < len(items):
+                items[key.value] = value
+            else:
+                items = [merge_values(item, value) for item in items]  # which slot is not known
+            updated = replace(container, items=tuple(items))
+        else:
+            if not isinstance(container, Val) or container.is_tensor:
+                state.escaped |= graph_of(value)
+            return
+        self.rebind_container(target.value, container, updated, state)
+
+    def rebind_container(self, expr: cst.BaseExpression, old: Value, new: Value, state: State) -> None:
+        """Every name holding the same list or dict sees the change (`append` through an alias)."""
+        cell = getattr(old, "cell", None)
+        name = dotted(expr)
+        if name is not None:
+            state.env[name] = new
+        if cell is None:
+            return
+        for other, value in list(state.env.items()):
+            if getattr(value, "cell", None) == cell and other != name:
+                state.env[other] = new
+
+    # ----------------------------------------------------------------- branches
+
+    def branch(self, test: cst.BaseExpression, state: State) -> tuple[State | None, State | None]:
+        """The states in which `test` holds and fails (None: that side cannot happen)."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            holds, fails = self.branch(test.expression, state)
+            return fails, holds
+        if isinstance(test, cst.BooleanOperation):
+            left_holds, left_fails = self.branch(test.left, state)
+            if isinstance(test.operator, cst.And):
+                right_holds, right_fails = self.branch(test.right, left_holds) if left_holds is not None else (None, None)
+                return right_holds, _merged(left_fails, right_fails)
+            right_holds, right_fails = self.branch(test.right, left_fails) if left_fails is not None else (None, None)
+            return _merged(left_holds, right_holds), right_fails
+        return self.decide(test, state)
+
+    def decide(self, test: cst.BaseExpression, state: State) -> tuple[State | None, State | None]:
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            left = self.eval(test.left, state)
+            comparison = test.comparisons[0]
+            right = self.eval(comparison.comparator, state)
+            symbol, compare = _COMPARISONS.get(type(comparison.operator), ("", None))
+            if compare is not None:
+                return self.split(test, test.left, left, state, lambda value: _compare(compare, symbol, value, right), _subject_test(symbol, right))
+            return state.copy(), state
+        value = self.eval(test, state)
+        return self.split(test, test, value, state, _truth, ("", True))
+
+    def split(
+        self, test: cst.BaseExpression, subject_expr: cst.BaseExpression, value: Value, state: State,
+        truth: Callable[[Value], bool | None], subject_test: tuple[str, bool] | None,
+    ) -> tuple[State | None, State | None]:
+        """Decide `truth` of `value` (each option of a `Choice` apart), assume it when not known."""
+        options = options_of(value)
+        if len(options) > 1:
+            holding: list[tuple[Condition, Value]] = []
+            failing: list[tuple[Condition, Value]] = []
+            for condition, option in options:
+                verdict = truth(option)
+                assumption = self.assumption(test, subject_expr, option, subject_test) if verdict is None else None
+                if assumption is None:
+                    if verdict is not False:
+                        holding.append((condition, option))
+                    if verdict is not True:
+                        failing.append((condition, option))
+                    continue
+                holding.append((condition | {assumption}, self.pinned(option, assumption)))
+                failing.append((condition | {assumption.negated()}, option))
+            return self.refined(subject_expr, holding, state), self.refined(subject_expr, failing, state)
+        verdict = truth(value)
+        if verdict is not None:
+            return (state.copy(), None) if verdict else (None, state)
+        assumption = self.assumption(test, subject_expr, value, subject_test)
+        if assumption is None:
+            return state.copy(), state
+        known = state.assumed.get(assumption.key)
+        if known is not None:
+            return (state.copy(), None) if known.holds == assumption.holds else (None, state)
+        if not consistent(state.condition | {assumption}):
+            return None, state
+        holds, fails = state.copy(), state.copy()
+        holds.assume(assumption)
+        fails.assume(assumption.negated())
+        name = dotted(subject_expr)
+        if name is not None:
+            holds.env[name] = self.pinned(value, assumption)
+        return holds, fails
+
+    @staticmethod
+    def pinned(value: Value, assumption: Assumption) -> Value:
+        """`if act == "relu":` — on that side `act` is "relu"."""
+        if isinstance(value, Sym) and assumption.holds and assumption.test.startswith(("== ", "is ")):
+            known = _constant_of(assumption.test)
+            if known is not None:
+                return Const(known[0])
+        return value
+
+    def refined(self, subject_expr: cst.BaseExpression, options: list[tuple[Condition, Value]], state: State) -> State | None:
+        if not options:
+            return None
+        refined = state.copy()
+        name = dotted(subject_expr)
+        if name is not None:
+            refined.env[name] = options[0][1] if len(options) == 1 else Choice(tuple(options))
+        if len(options) == 1:
+            for assumption in options[0][0]:
+                known = refined.assumed.get(assumption.key)
+                if known is not None and known.holds != assumption.holds:
+                    return None
+                refined.assume(assumption)
+        return refined
+
+    def assumption(self, test: cst.BaseExpression, subject_expr: cst.BaseExpression, value: Value, subject_test: tuple[str, bool] | None) -> Assumption | None:
+        """What a branch on an unknown assumes: on a configuration value (a `Sym`, with its
+        default), or on any other stable expression (`self.training`, `config.use_x`), so that
+        testing it again on the same path is answered."""
+        if subject_test is None:
+            return None
+        test_text, holds = subject_test
+        if isinstance(value, Sym):
+            default = value.default
+            verdict = None
+            if default is not None:
+                verdict = self.default_verdict(test, default)
+            shown = repr(default.value) if default is not None else None
+            if value.text == TRAINING:
+                shown = None
+            return Assumption(value.text, test_text, holds, shown, verdict is not None and verdict != holds)
+        if isinstance(value, Val) and value.is_tensor:
+            return None  # data-dependent
+        text = dotted(subject_expr)
+        if text is None:
+            return None
+        return Assumption(text, test_text, holds)
+
+    def default_verdict(self, test: cst.BaseExpression, default: Const) -> bool | None:
+        """What the test gives when its configuration value takes its default."""
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            comparison = test.comparisons[0]
+            symbol, compare = _COMPARISONS.get(type(comparison.operator), ("", None))
+            right = self.peek(comparison.comparator, State())
+            if compare is None:
+                return None
+            verdict = _compare(compare, symbol, default, right)
+            return None if verdict is None else (verdict if symbol not in _POSITIVE else not verdict)
+        return _truth(default)
+
     # ----------------------------------------------------------------- expressions
+
+    def peek(self, expr: cst.BaseExpression, state: State) -> Value:
+        """The value of a simple expression without reading it (no stale-read finding), for the
+        bookkeeping of assignments and metadata reads."""
+        if isinstance(expr, cst.Name):
+            return state.env[expr.value] if expr.value in state.env else self.global_value(expr.value, expr)
+        name = dotted(expr) if isinstance(expr, cst.Attribute) else None
+        if name is not None and name in state.env:
+            return state.env[name]
+        if isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)) or (isinstance(expr, cst.Name)):
+            return self.eval(expr, state)
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+            inner = self.peek(expr.expression, state)
+            return Const(-inner.value) if isinstance(inner, Const) and isinstance(inner.value, (int, float)) else NOT_TENSOR
+        if isinstance(expr, cst.Attribute):
+            return self.eval_attribute(expr, state, read=False)
+        if isinstance(expr, (cst.Tuple, cst.List)):
+            return Val(items=tuple(self.peek(element.value, state) for element in expr.elements))
+        return NOT_TENSOR
 
     def eval(self, expr: cst.BaseExpression, state: State) -> Value:
         if isinstance(expr, cst.Name):
-            self.read(expr.value, expr, state)
-            return state.env.get(expr.value, NOT_TENSOR)
+            return self.eval_name(expr, state)
         if isinstance(expr, cst.Attribute):
             return self.eval_attribute(expr, state)
         if isinstance(expr, cst.Call):
-            return self.eval_call(expr, state)
+            return self.calls.eval_call(expr, state)
         if isinstance(expr, cst.BinaryOperation):
             return self.eval_binary(expr, state)
         if isinstance(expr, cst.UnaryOperation):
             operand = self.eval(expr.expression, state)
-            return self.new_tensor([operand]) if is_tensor(operand) else NOT_TENSOR
+            if isinstance(expr.operator, cst.Not):
+                verdict = _truth(operand)
+                return Const(not verdict) if verdict is not None else NOT_TENSOR
+            if is_tensor(operand):
+                return self.new_tensor([operand])
+            if isinstance(operand, Const) and isinstance(operand.value, (int, float)) and isinstance(expr.operator, cst.Minus):
+                return Const(-operand.value)
+            return NOT_TENSOR
         if isinstance(expr, cst.Subscript):
             return self.eval_subscript(expr, state)
-        if isinstance(expr, (cst.Tuple, cst.List)):
-            return Val(items=tuple(self.eval(element.value, state) for element in expr.elements))
+        if isinstance(expr, (cst.Integer, cst.Float)):
+            return Const(expr.evaluated_value, origin=expr, origin_path=self.ctx.path)
+        if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
+            evaluated = expr.evaluated_value
+            return Const(evaluated, origin=expr, origin_path=self.ctx.path) if isinstance(evaluated, str) else NOT_TENSOR
+        if isinstance(expr, cst.Tuple):
+            return Val(items=tuple(self.eval_element(element, state) for element in expr.elements))
+        if isinstance(expr, cst.List):
+            return Val(items=tuple(self.eval_element(element, state) for element in expr.elements), cell=fresh_id())
+        if isinstance(expr, cst.Dict):
+            return self.eval_dict(expr, state)
         if isinstance(expr, cst.IfExp):
-            self.eval(expr.test, state)
-            return merge_values(self.eval(expr.body, state), self.eval(expr.orelse, state))
+            holds, fails = self.branch(expr.test, state)
+            body = self.eval(expr.body, holds) if holds is not None else None
+            orelse = self.eval(expr.orelse, fails) if fails is not None else None
+            return _merged_value(body, orelse, holds, fails, state)
         if isinstance(expr, cst.NamedExpr):
             value = self.eval(expr.value, state)
             self.assign(expr.target, value, state, expr)
             return value
         if isinstance(expr, cst.Comparison):
             operands = [self.eval(expr.left, state)] + [self.eval(target.comparator, state) for target in expr.comparisons]
-            return self.new_tensor([], grad=Grad.NO) if any(map(is_tensor, operands)) else NOT_TENSOR
+            if any(map(is_tensor, operands)):
+                return self.new_tensor([], grad=Grad.NO)
+            if len(operands) == 2:
+                symbol, compare = _COMPARISONS.get(type(expr.comparisons[0].operator), ("", None))
+                verdict = _compare(compare, symbol, operands[0], operands[1]) if compare is not None else None
+                return Const(verdict) if verdict is not None else NOT_TENSOR
+            return NOT_TENSOR
         if isinstance(expr, cst.BooleanOperation):
-            return merge_values(self.eval(expr.left, state), self.eval(expr.right, state))
+            left, right = self.eval(expr.left, state), self.eval(expr.right, state)
+            verdict = _truth(left)
+            if verdict is not None:
+                return right if verdict == isinstance(expr.operator, cst.And) else left
+            return merge_values(left, right)
         if isinstance(expr, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
             return self.eval_comprehension(expr, state)
-        if isinstance(expr, (cst.Dict, cst.Set, cst.Await, cst.FormattedString)):
+        if isinstance(expr, cst.DictComp):
+            self.eval_comprehension(expr, state)
+            return DictVal(cell=fresh_id())
+        if isinstance(expr, (cst.Set, cst.Await, cst.FormattedString)):
             for child in expr.children:
                 if isinstance(child, cst.BaseExpression):
                     self.eval(child, state)
         return NOT_TENSOR
 
-    def iteration_element(self, iterable: cst.BaseExpression, state: State) -> Value:
-        """What one iteration binds: `enumerate(x)` gives (index, element), `zip(a, b)` a tuple."""
-        if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value in ("enumerate", "zip", "reversed"):
-            parts = [element_of(self.eval(arg.value, state)) for arg in iterable.args if not keyword_of(arg)]
-            if iterable.func.value == "enumerate":
-                return Val(items=(NOT_TENSOR, parts[0] if parts else NOT_TENSOR))
-            if iterable.func.value == "zip":
-                return Val(items=tuple(parts))
-            return parts[0] if parts else NOT_TENSOR
-        return element_of(self.eval(iterable, state))
+    def eval_element(self, element: cst.BaseElement, state: State) -> Value:
+        value = self.eval(element.value, state)
+        return element_of(value) if isinstance(element, cst.StarredElement) else value
 
-    def eval_comprehension(self, expr: cst.ListComp | cst.GeneratorExp | cst.SetComp, state: State) -> Value:
-        """A homogeneous list: its element evaluated once, with the loop names bound (then restored)."""
-        outer = dict(state.env)
-        clause: cst.CompFor | None = expr.for_in
-        while clause is not None:
-            self.assign(clause.target, self.iteration_element(clause.iter, state), state, expr)
-            for condition in clause.ifs:
-                self.eval(condition.test, state)
-            clause = clause.inner_for_in
-        element = self.eval(expr.elt, state)
-        state.env = outer
-        return Val(items=(element,))
+    def eval_dict(self, expr: cst.Dict, state: State) -> DictVal:
+        result = DictVal(cell=fresh_id())
+        for element in expr.elements:
+            if isinstance(element, cst.StarredDictElement):
+                spread = collapse(self.eval(element.value, state))
+                if isinstance(spread, DictVal):
+                    for key, value in spread.entries:
+                        result = result.set(key, value)
+                continue
+            key = self.eval(element.key, state)
+            value = self.eval(element.value, state)
+            if isinstance(key, Const):
+                result = result.set(key.value, value)
+            else:
+                result = replace(result, rest=merge_values(result.rest, value))
+        return result
+
+    def eval_name(self, expr: cst.Name, state: State) -> Value:
+        self.read(expr.value, expr, state)
+        if expr.value in state.env:
+            return state.env[expr.value]
+        return self.global_value(expr.value, expr)
+
+    def global_value(self, name: str, node: cst.CSTNode) -> Value:
+        """A name the function does not bind: True/False/None, an import (torch, a project
+        module), a class or function of the file, a module-level value, a builtin."""
+        if name in ("True", "False"):
+            return Const(name == "True", origin=node, origin_path=self.ctx.path)
+        if name == "None":
+            return Const(None)
+        return self.engine.global_value(self.ctx, name)
 
     def read(self, name: str, node: cst.CSTNode, state: State) -> None:
         """Reading a name whose tensor a hidden write changed under it: silent corruption."""
@@ -419,51 +818,62 @@ class FunctionInterpreter(CallEvaluator):
         if pending is None:
             return
         span_of, path = self.ctx.span_of, self.ctx.path
-        hazard = Hazard(True, lambda: stale_reason(path, name, span_of(node)))
-        self.emit(pending.form, pending.site, f"{pending.action} `{pending.written}` in place", hazard)
+        hazard = Hazard(True, lambda: stale_reason(path, name, span_of(node)), silent=True)
+        self.emit(pending.form, pending.site, f"{pending.action} `{pending.written}` in place", hazard, condition=pending.condition | state.condition, calls=pending.related, flag=pending.flag)
 
-    def eval_attribute(self, expr: cst.Attribute, state: State) -> Value:
+    def eval_attribute(self, expr: cst.Attribute, state: State, read: bool = True) -> Value:
         name = dotted(expr)
-        if name is not None and name in state.env:
-            self.read(name, expr, state)
-            return state.env[name]
         attr = expr.attr.value
-        if is_self(expr.value) and self.cls is not None:
-            value = self.class_attribute(attr)
-            if value is not None:
-                state.env[name] = value
-                return value
-        base = self.eval(expr.value, state)
-        if not is_tensor(base):
-            return NOT_TENSOR
-        if attr == "data":
-            return base.detached("data")
-        if attr in self.facts.view_attributes:
-            return base.view(strided=attr in NON_CONTIGUOUS_VIEWS)
-        if attr == "grad":
-            return Val(fresh_storage(), Grad.NO, origin=expr)
-        return NOT_TENSOR
-
-    def class_attribute(self, attr: str) -> Value | None:
-        assert self.cls is not None
-        if attr in self.cls.parameters:
-            return Val(fresh_storage(), Grad.LEAF, origin=self.cls.parameters[attr])
-        if attr in self.cls.buffers:
-            return Val(fresh_storage(), Grad.NO, origin=self.cls.buffers[attr])
-        return self.cls.modules.get(attr)
+        if name is not None and name in state.env:
+            if read:
+                self.read(name, expr, state)
+            return state.env[name]
+        if attr in METADATA_ATTRIBUTES and is_tensor(self.peek(expr.value, state)):
+            return NOT_TENSOR  # `.shape`, `.dtype`: not a read of the values
+        if attr == "training":
+            return Sym(TRAINING, Const(True))
+        qualname = self.ctx.imports.qualname(expr)
+        if qualname is not None and qualname.startswith(("torch.", "functools.", "itertools.", "collections.")):
+            return self.engine.torch_value(qualname)
+        base = self.eval(expr.value, state) if read else self.peek(expr.value, state)
+        value = self.calls.attribute_of(base, attr, expr, state)
+        if name is not None and name.startswith("self.") and name.count(".") == 1 and not isinstance(value, Val):
+            state.env[name] = value
+        elif name is not None and is_self(expr.value) and isinstance(value, Val) and value.is_tensor:
+            state.env[name] = value  # a parameter keeps its identity for the rest of the run
+        return value
 
     def eval_subscript(self, expr: cst.Subscript, state: State) -> Value:
         base = self.eval(expr.value, state)
         advanced = self.eval_slices(expr, state)
-        if isinstance(base, ModuleRef):
+        index = expr.slice[0].slice if len(expr.slice) == 1 else None
+        key = self.peek(index.value, state) if isinstance(index, cst.Index) else None
+        results = []
+        for condition, option in options_of(base):
+            results.append((condition, self.subscript_of(option, expr, key, advanced, state)))
+        return results[0][1] if len(results) == 1 else merge_all(value for _, value in results)
+
+    def subscript_of(self, base: Value, expr: cst.Subscript, key: Value | None, advanced: bool, state: State) -> Value:
+        if isinstance(base, Module):
+            if isinstance(key, Const) and isinstance(key.value, str) and base.keys is not None:
+                return next((item for k, item in zip(base.keys, base.items or ()) if k == key.value), element_of(base))
+            if isinstance(key, Const) and isinstance(key.value, int):
+                return item_of(base, key.value)
+            if base.items is not None and isinstance(expr.slice[0].slice, cst.Slice):
+                return replace(base, ident=fresh_id())  # `self.layers[:-1]`: the same kind of container
             return element_of(base)
+        if isinstance(base, DictVal):
+            found = base.get(key.value) if isinstance(key, Const) else None
+            return found if found is not None else (base.rest if base.rest is not None else merge_all(base.values()))
         if isinstance(base, Val) and base.items is not None and len(expr.slice) == 1:
-            index = expr.slice[0].slice
-            if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
-                return item_of(base, int(index.value.value, 0))
+            if isinstance(key, Const) and isinstance(key.value, int):
+                return item_of(base, key.value)
+            if isinstance(expr.slice[0].slice, cst.Slice):
+                return replace(base, cell=None)
             return element_of(base)
         if not is_tensor(base) or string_index(expr):
             return NOT_TENSOR  # `args["stride"]`: a dict, whatever we thought it was
+        assert isinstance(base, Val)
         if base.opaque and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
             return base.part()  # `outputs[1]` of a module we cannot see: likely a tuple element
         # Basic indexing returns a view; indexing with a tensor or a list copies.
@@ -474,8 +884,8 @@ class FunctionInterpreter(CallEvaluator):
         for element in expr.slice:
             index = element.slice
             if isinstance(index, cst.Index):
-                value = self.eval(index.value, state)
-                if is_tensor(value) or isinstance(index.value, (cst.List, cst.ListComp)) or (isinstance(value, Val) and value.items is not None):
+                value = collapse(self.eval(index.value, state))
+                if is_tensor(value) or isinstance(index.value, (cst.List, cst.ListComp)) or (isinstance(value, Val) and value.items is not None and any(map(is_tensor, value.items))):
                     advanced = True
             else:
                 for part in (index.lower, index.upper, index.step):
@@ -487,7 +897,10 @@ class FunctionInterpreter(CallEvaluator):
         left = self.eval(expr.left, state)
         right = self.eval(expr.right, state)
         if not (is_tensor(left) or is_tensor(right)):
-            return NOT_TENSOR
+            if isinstance(expr.operator, cst.Add) and all(isinstance(collapse(v), Val) and collapse(v).items is not None for v in (left, right)):
+                return self.calls.extended(left, right)  # list + list
+            return self.combine(left, right, expr.operator, expr)
+        left, right = collapse(left), collapse(right)
         op, symbol = _BINARY_OPS.get(type(expr.operator), (None, ""))
         texts = {"self": self.ctx.code_of(expr.left), "other": self.ctx.code_of(expr.right)}
         if op in _COMMUTATIVE and not is_tensor(left):
@@ -497,33 +910,87 @@ class FunctionInterpreter(CallEvaluator):
         if op is not None:
             second = self.second_param(op)
             texts[second] = texts.pop("other")
-            self.record_op(op, symbol, {"self": left, second: right}, result, expr, state, texts)
+            result = self.record_op(op, symbol, {"self": left, second: right}, result, expr, state, texts)
         return result
 
     def second_param(self, op: str) -> str:
         facts = self.facts.ops.get(op)
         return facts.params[1] if facts is not None and len(facts.params) > 1 else "other"
 
+    def eval_iterable(self, iterable: cst.BaseExpression, state: State) -> Value:
+        if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value in ("enumerate", "zip", "reversed"):
+            return Val(items=tuple(self.eval(arg.value, state) for arg in iterable.args if not keyword_of(arg)))
+        return self.eval(iterable, state)
+
+    def iteration_element(self, iterable: cst.BaseExpression, value: Value, state: State) -> Value:
+        """What one iteration binds: `enumerate(x)` gives (index, element), `zip(a, b)` a tuple."""
+        if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value in ("enumerate", "zip", "reversed"):
+            parts = [element_of(part) for part in (value.items or ())] if isinstance(value, Val) else []
+            if iterable.func.value == "enumerate":
+                return Val(items=(NOT_TENSOR, parts[0] if parts else NOT_TENSOR))
+            if iterable.func.value == "zip":
+                return Val(items=tuple(parts))
+            return parts[0] if parts else NOT_TENSOR
+        return element_of(value)
+
+    def eval_comprehension(self, expr: cst.ListComp | cst.GeneratorExp | cst.SetComp | cst.DictComp, state: State) -> Value:
+        """A homogeneous list: its element evaluated once, with the loop names bound (then restored)."""
+        outer = dict(state.env)
+        clause: cst.CompFor | None = expr.for_in
+        while clause is not None:
+            iterable = self.eval_iterable(clause.iter, state)
+            self.assign(clause.target, self.iteration_element(clause.iter, iterable, state), state, expr)
+            for condition in clause.ifs:
+                self.eval(condition.test, state)
+            clause = clause.inner_for_in
+        if isinstance(expr, cst.DictComp):
+            self.eval(expr.key, state)
+            element = self.eval(expr.value, state)
+        else:
+            element = self.eval(expr.elt, state)
+        state.env = outer
+        return Val(items=(element,), cell=fresh_id())
+
     # ----------------------------------------------------------------- saves and writes
 
     def record_op(
-        self, op: str, label: str, bound: dict[str, Value], result: Val, node: cst.CSTNode, state: State, texts: dict[str, str], only=None
-    ) -> None:
-        """Record what `op` saves for backward. In-place ops pass `only`: autograd saves a clone
-        of an in-place op's original `self`, never `self` itself."""
-        facts = self.facts.ops.get(op)
+        self, op: str, label: str, bound: dict[str, Value], result: Val, node: cst.CSTNode, state: State, texts: dict[str, str], only=None, facts=None
+    ) -> Val:
+        """Record what `op` saves for backward, and return its result with those saves in its
+        graph. In-place ops pass `only`: autograd saves a clone of an in-place op's original
+        `self`, never `self` itself."""
+        facts = facts or self.facts.ops.get(op)
         if facts is None or not self.grad_enabled:
-            return
+            return result
+        outputs = result.items if result.items is not None and len(facts.outputs) > 1 else None
+        made: set[int] = set()
         for saved, triggers in facts.saves.items():
             if only is not None and not only(saved):
                 continue
             grads = [grad_of(bound.get(trigger)) for trigger in triggers]
             if max(grads, default=Grad.NO) is Grad.NO:
                 continue
-            target = result if saved == "result" else bound.get(saved)
-            if is_tensor(target):
-                what = "its result" if saved == "result" else texts.get(saved, saved)
-                state.add_save(target, SaveRecord(label, what, node, certain=max(grads) > Grad.UNKNOWN))
+            if saved in facts.outputs and outputs is not None:
+                target: Value | None = outputs[facts.outputs.index(saved)]
+            else:
+                target = result if saved == "result" else bound.get(saved)
+            for tensor in tensors_in(target):
+                what = "its result" if saved == "result" or saved in facts.outputs else texts.get(saved, saved)
+                record = self.save(state, tensor, label, what, node, certain=max(grads) > Grad.UNKNOWN)
+                made.add(record.order)
+        if not made:
+            return result
+        # The op's result depends on what it saved: a backward through it needs them.
+        if result.items is not None:
+            return replace(result, items=tuple(replace(item, graph=item.graph | made) if is_tensor(item) and item.grad > Grad.NO else item for item in result.items))
+        return replace(result, graph=result.graph | made)
+
+    def save(self, state: State, tensor: Val, op: str, what: str, node: object, certain: bool = True, storages: frozenset[int] | None = None, condition: Condition = frozenset()) -> SaveRecord:
+        """Record that autograd saved `tensor` (or `storages`) for backward, under the path's condition."""
+        record = SaveRecord(op, what, node, certain, storages=tensor.storages if storages is None else storages, condition=condition | state.condition | self.extra)
+        for storage in record.storages:
+            state.saves[storage] = state.saves.get(storage, frozenset()) | {record}
+        return record
 
     def write(
         self,
@@ -536,57 +1003,80 @@ class FunctionInterpreter(CallEvaluator):
         hidden_from_reader: bool = False,
         site: Site | None = None,
         intended_readers: set[str | None] = frozenset(),
+        condition: Condition = frozenset(),
+        calls: tuple = (),
+        overlap=None,
+        chain: cst.CSTNode | None = None,
+        flag: cst.CSTNode | None = None,
     ) -> None:
         """An in-place write to `target`: report it if the analysis can say why it breaks."""
         if not target.is_tensor:
             return
         written = self.ctx.code_of(target_expr)
         site = site or Site(self.ctx.path, node)
+        condition = condition | state.condition | self.extra
         if self.recorder is not None:
-            self.recorder.on_write(target.storages, site, form, action, form is Form.INPLACE_ACTIVATION, self.grad_enabled)
+            from .summaries import ParamWrite
+
+            self.recorder.on_write(target.storages, ParamWrite((), site, form, action, form is Form.INPLACE_ACTIVATION, self.grad_enabled, condition, calls))
         if self.contract is not None:
             self.contract.on_write(target.storages, site, action, written, state)
             return
-        if site.path != self.report.path:
-            return  # found when the file it lives in is checked, by reading its callers
-        if target.storages & self.param_storages and self.report is self.ctx:
-            self.project.mark_argument_writer(self.ctx)
         if target.hidden is not None:
             form = Form.HIDDEN
-        hazard = self.hazard_of(target, state, site, written)
+        hazard = self.hazard_of(target, state, node, written)
+        if hazard is None and overlap is not None:
+            hazard = Hazard(True, lambda: overlap, silent=True)
         if hazard is not None:
+            condition |= hazard.condition
             name = target_expr.value if isinstance(target_expr, cst.Name) else None
             exclusive = name is not None and self.is_exclusive(name, target, state)
             through_view = name in self.view_names and self.shares_storage(name, target, state)
-            self.emit(form, site, f"{action} `{written}` in place", hazard, target_expr, exclusive, through_view)
+            # The saves it blames are this run's own: they matter only if their graph leaves the
+            # run (a caller applies the write to what it saved itself). A refused write raises now.
+            blamed = () if hazard.refused else state.saves_of(target)
+            self.emit(form, site, f"{action} `{written}` in place", hazard, target_expr, exclusive, through_view, condition, calls, flag, chain, records=blamed)
+            if hazard.refused:
+                state.dead = True  # torch raised at the write: nothing after it runs on this path
         elif hidden_from_reader and self.grad_enabled:
-            pending = PendingWrite(form, site, action, written)
+            pending = PendingWrite(form, site, action, written, condition, calls, flag)
             if target.fresh_buffer and target.grad is Grad.NO:
                 return  # an out-parameter: a buffer made to be filled, read afterwards on purpose
             for name, value in state.env.items():
                 if isinstance(value, Val) and value.storages & target.storages and name not in intended_readers:
-                    state.stale[name] = pending
+                    state.stale.setdefault(name, pending)  # the first write that changed it under the name
 
-    def hazard_of(self, target: Val, state: State, site: Site, written: str) -> Hazard | None:
+    def hazard_of(self, target: Val, state: State, node: cst.CSTNode, written: str) -> Hazard | None:
+        """Why writing `target` (at `node`, in this run's file) breaks, if it does."""
         # no_grad stops recording, not version counting: a write there to a tensor saved
         # earlier still raises at backward; only leaves may be written freely.
         path, span_of = self.ctx.path, self.ctx.span_of
+        refusal = _refusal(target)
+        if refusal and all(self.inherited.get(storage) == refusal for storage in target.storages) and self.recorder is not None:
+            return None
+        locate, origin = self.engine.locate, target.origin
+        if target.inference and not self.inference:
+            return Hazard(True, lambda: inference_reason(path, locate(origin, path)), refused=True)
         if target.grad is Grad.LEAF and self.grad_enabled:
-            origin = target.origin
-            return Hazard(True, lambda: leaf_reason(path, origin, span_of))
+            return Hazard(True, lambda: leaf_reason(path, locate(origin, path)), refused=True)
+        if target.hooked is not None and target.grad > Grad.NO and self.grad_enabled:
+            label = target.hooked
+            return Hazard(True, lambda: hooked_reason(label), refused=True)
         if target.multi_view is not None and target.grad > Grad.NO and self.grad_enabled:
-            method, origin = target.multi_view, target.origin
-            return Hazard(target.grad > Grad.UNKNOWN, lambda: multi_view_reason(method, span_of(origin)))
-        records = state.saves_of(target)
+            method = target.multi_view
+            certain = target.grad > Grad.UNKNOWN
+            return Hazard(certain, lambda: multi_view_reason(path, method, locate(origin, path)), refused=certain)
+        records = [record for record in state.saves_of(target) if consistent(record.condition | state.condition)]
         if not records:
             return None
         certain = [record for record in records if record.certain]
-        shown = certain or records
+        shown = sorted(certain or records, key=lambda record: (against_defaults(record.condition), len(record.condition), record.order))
+        when = shown[0].condition
         if target.hidden is not None:
             how = target.hidden
-            return Hazard(bool(certain), lambda: hidden_reason(path, how, shown, span_of))
-        written_at = site.node if self.report is self.ctx else None  # loop order only means something within one file
-        return Hazard(bool(certain), lambda: saved_reason(path, written, shown, written_at, span_of))
+            return Hazard(bool(certain), lambda: hidden_reason(path, how, shown, span_of), when)
+        cloned = target.cloned
+        return Hazard(bool(certain), lambda: saved_reason(path, written, shown, node, span_of, cloned), when)
 
     def is_exclusive(self, name: str, target: Val, state: State) -> bool:
         """A local that is not an argument and shares its storage with no other live name."""
@@ -604,33 +1094,45 @@ class FunctionInterpreter(CallEvaluator):
         return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in self.facts.view_methods
 
     def emit(
-        self, form: Form, site: Site, action: str, hazard: Hazard, target: cst.CSTNode | None = None, exclusive: bool = False, through_view: bool = False
+        self, form: Form, site: Site, action: str, hazard: Hazard, target: cst.CSTNode | None = None, exclusive: bool = False,
+        through_view: bool = False, condition: Condition = frozenset(), calls: tuple = (), flag: cst.CSTNode | None = None,
+        chain: cst.CSTNode | None = None, records: Sequence[SaveRecord] = (),
     ) -> None:
-        if site.path != self.report.path:
-            return  # reported when the file it lives in is checked
-        if self.report is not self.ctx:
+        if chain is not None:
+            # `y.mul_(2).add_(1)`: one finding for the chain, at its first write, fixed as a whole.
+            for index, (known, orders) in enumerate(self.sink):
+                if known.node is chain and known.form is form:
+                    self.sink[index] = (replace(known, chain=site.node), orders)
+                    return
+        if site.path != self.ctx.path:
             action = f"{action} (called from {Path(self.ctx.path).name})"
-        self.sink.setdefault(
-            (id(site.node), form),
-            Mutation(
-                form=form,
-                node=site.node,
-                action=action,
-                locate=partial(self.report.span_of, site.node),
-                explain=hazard.reason,
-                certain=hazard.certain,
-                target=target if site.path == self.ctx.path else None,
-                exclusive=exclusive and site.path == self.ctx.path,
-                through_view=through_view,
-            ),
+        span_of = self.engine.span_of(site.path)
+        mutation = Mutation(
+            form=form,
+            node=site.node,
+            action=action,
+            locate=partial(span_of, site.node),
+            explain=hazard.reason,
+            certain=hazard.certain,
+            target=target if site.path == self.ctx.path else None,
+            exclusive=exclusive and site.path == self.ctx.path,
+            through_view=through_view,
+            silent=hazard.silent,
+            path=site.path,
+            condition=condition,
+            calls=calls,
+            flag=flag,
         )
+        self.sink.append((mutation, frozenset(record.order for record in records)))
 
     # ----------------------------------------------------------------- helpers
 
     def new_tensor(self, inputs: Sequence[Value], grad: Grad | None = None) -> Val:
+        tensors = [tensor for value in inputs for tensor in tensors_in(value)]
         if grad is None:
-            grad = min(max((grad_of(value) for value in inputs), default=Grad.NO), Grad.MAYBE) if self.grad_enabled else Grad.NO
-        return Val(fresh_storage(), grad, dtype=self.autocast)
+            grad = min(max((tensor.grad for tensor in tensors), default=Grad.NO), Grad.MAYBE) if self.grad_enabled else Grad.NO
+        graph = frozenset().union(*(tensor.graph for tensor in tensors)) if grad is not Grad.NO else frozenset()
+        return Val(fresh_storage(), grad, dtype=self.autocast, graph=graph, inference=self.inference)
 
     def grad_mode_of(self, expr: cst.BaseExpression) -> bool | None:
         target = expr.func if isinstance(expr, cst.Call) else expr
@@ -642,6 +1144,10 @@ class FunctionInterpreter(CallEvaluator):
         if qualname in SET_GRAD and isinstance(expr, cst.Call) and expr.args:
             return literal(expr.args[0].value)
         return None
+
+    def is_inference_mode(self, expr: cst.BaseExpression) -> bool:
+        target = expr.func if isinstance(expr, cst.Call) else expr
+        return self.ctx.imports.qualname(target) in INFERENCE_MODE
 
     def autocast_of(self, expr: cst.BaseExpression) -> str | None:
         """The low-precision dtype an autocast region computes in ("" when it is disabled)."""
@@ -657,17 +1163,82 @@ class FunctionInterpreter(CallEvaluator):
         return "bfloat16" if on_cpu else "float16"
 
 
-def summarize(project: Project, ctx: FileContext, func: cst.FunctionDef, cls: ClassInfo | None) -> Summary:
-    """Run `func` with a symbolic tensor in every parameter and record what it does to them."""
-    params = list(func.params.posonly_params) + list(func.params.params) + list(func.params.kwonly_params)
-    if cls is not None and params and not any(dotted(d.decorator) == "staticmethod" for d in func.decorators):
-        params = params[1:]
-    elif cls is not None and cls.is_autograd_function and params:
-        params = params[1:]  # ctx
-    # Unknown grad: a save that needs an argument to require grad stays uncertain in the summary,
-    # and the call site decides from what it passes; saves for the callee's own weights stay certain.
-    symbolic = {param.name.value: Val(fresh_storage(), Grad.UNKNOWN) for param in params}
-    recorder = SummaryRecorder({name: value.storages for name, value in symbolic.items()})
-    interpreter = FunctionInterpreter(project, ctx, cls, {}, recorder)
-    interpreter.run_function(func, symbolic)
-    return recorder.summary
+def _constant_of(test: str) -> tuple[object] | None:
+    """The constant an `== c` / `is None` assumption pins its subject to, as a 1-tuple."""
+    import ast
+
+    text = test.split(" ", 1)[1] if " " in test else ""
+    try:
+        return (ast.literal_eval(text),)
+    except (ValueError, SyntaxError):
+        return None
+
+
+def _refusal(tensor: Val) -> tuple:
+    """What makes torch refuse writing a tensor at once, whoever wrote it."""
+    return tuple(flag for flag in (tensor.grad is Grad.LEAF and "leaf", tensor.multi_view, tensor.hooked, tensor.inference and "inference") if flag)
+
+
+def _merged(a: State | None, b: State | None) -> State | None:
+    if a is None or b is None:
+        return a if b is None else b
+    return merge_states([a, b])
+
+
+def _merged_value(body: Value | None, orelse: Value | None, holds: State | None, fails: State | None, state: State) -> Value:
+    if body is None or orelse is None:
+        return body if orelse is None and body is not None else (orelse if orelse is not None else NOT_TENSOR)
+    when_body = frozenset(holds.assumed.values()) - frozenset(state.assumed.values()) if holds is not None else frozenset()
+    when_orelse = frozenset(fails.assumed.values()) - frozenset(state.assumed.values()) if fails is not None else frozenset()
+    return merge_values(body, orelse, when_body, when_orelse)
+
+
+def _truth(value: Value) -> bool | None:
+    """Python truthiness where it is known: constants, objects (always true), displays."""
+    if isinstance(value, Const):
+        try:
+            return bool(value.value)
+        except Exception:
+            return None
+    if isinstance(value, (Module, Klass, Func)):
+        return True
+    if isinstance(value, Val):
+        if value.is_tensor:
+            return None
+        if value.items is not None and value.cell is None:
+            return bool(value.items)  # a tuple display
+        return None
+    return None
+
+
+def _compare(compare: Callable[[object, object], bool], symbol: str, left: Value, right: Value) -> bool | None:
+    left, right = collapse(left), collapse(right)
+    if symbol in ("is", "is not") and isinstance(right, Const) and right.value is None:
+        if isinstance(left, Const):
+            return compare(left.value, None)
+        if isinstance(left, (Module, Klass, Func, DictVal)) or is_tensor(left) or (isinstance(left, Val) and left.items is not None and left.cell is not None):
+            return symbol == "is not"
+        return None
+    if isinstance(left, Const) and isinstance(right, Const):
+        try:
+            return bool(compare(left.value, right.value))
+        except Exception:
+            return None
+    if isinstance(left, Const) and isinstance(right, Val) and right.items is not None and symbol in ("in", "not in"):
+        values = [item.value for item in right.items if isinstance(item, Const)]
+        if len(values) == len(right.items):
+            return compare(left.value, tuple(values))
+    return None
+
+
+def _subject_test(symbol: str, right: Value) -> tuple[str, bool] | None:
+    """The assumption text of `<subject> <symbol> <right>`: `("> 0", True)`, `("is None", False)`."""
+    right = collapse(right)
+    if isinstance(right, Const):
+        shown = repr(right.value)
+    elif isinstance(right, Val) and right.items is not None and all(isinstance(item, Const) for item in right.items):
+        shown = repr(tuple(item.value for item in right.items))  # type: ignore[union-attr]
+    else:
+        return None
+    positive = _POSITIVE.get(symbol, symbol)
+    return (f"{positive} {shown}", symbol not in _POSITIVE)

@@ -10,6 +10,7 @@ from functools import cached_property
 import libcst as cst
 
 from ..diagnostics import Related, Span
+from .conditions import Condition, against_defaults, wording
 
 
 class Form(str, Enum):
@@ -62,6 +63,17 @@ class Mutation:
     # Which breach of a custom Function's contract (TIP005): "unmarked-write", "saved-then-written",
     # "dirty-not-written", "dirty-not-returned", "dirty-neither"; empty for other forms.
     kind: str = ""
+    path: str = ""  # the file `node` lives in
+    silent: bool = False  # it changes values without an error (a later read, a `.data` write)
+    # What must hold for the write to do harm (a configuration, the mode, a branch taken).
+    condition: Condition = frozenset()
+    # Where an in-place module built here ran (`self.act(h)`), when the finding is on the line
+    # that built it (positions are computed only for reported findings); and the literal
+    # `True` a fix switches off.
+    calls: tuple[Callable[[], Related], ...] = ()
+    flag: cst.CSTNode | None = None
+    # `y.mul_(2).add_(1)`: the outermost in-place call of a chain on one tensor, one finding.
+    chain: cst.CSTNode | None = None
 
     @cached_property
     def span(self) -> Span:
@@ -73,15 +85,22 @@ class Mutation:
 
     @property
     def message(self) -> str:
-        return f"{self.action}, but {self.reason.text}"
+        when = wording(self.condition)
+        return f"{self.action}, but {self.reason.text}" + (f"; only {when}" if when else "")
 
     @property
     def consequence(self) -> str:
-        return self.reason.consequence
+        when = wording(self.condition)
+        return f"{self.reason.consequence} ({when})" if when else self.reason.consequence
+
+    @property
+    def conditional(self) -> bool:
+        """Unreachable in the configuration's defaults: reported as a warning."""
+        return against_defaults(self.condition)
 
     @property
     def related(self) -> tuple[Related, ...]:
-        return self.reason.related
+        return tuple(related() for related in self.calls) + self.reason.related
 
     @property
     def help(self) -> str:

@@ -44,10 +44,9 @@ def function_grad_enabled(func: cst.FunctionDef, cls: ClassInfo | None, imports:
     return True
 
 
-def tensor_parameters(func: cst.FunctionDef, cls: ClassInfo | None) -> dict[str, Grad]:
+def tensor_parameters(func: cst.FunctionDef, cls: ClassInfo | None, is_module: bool) -> dict[str, Grad]:
     """Tensor parameters and what is known of their grad: a `forward`'s are activations."""
-    name = func.name.value
-    is_forward = cls is not None and (name == "forward" or (name == "__call__" and cls.is_torch_module))
+    is_forward = is_entry(func, cls, is_module)
     params = list(func.params.posonly_params) + list(func.params.params) + list(func.params.kwonly_params)
     if cls is not None and params and not _is_static(func):
         params = params[1:]  # self / cls / ctx
@@ -58,6 +57,16 @@ def tensor_parameters(func: cst.FunctionDef, cls: ClassInfo | None) -> dict[str,
             continue
         found[param.name.value] = Grad.MAYBE if is_forward else Grad.UNKNOWN
     return found
+
+
+def is_entry(func: cst.FunctionDef, cls: ClassInfo | None, is_module: bool) -> bool:
+    """A module's `forward` (or an nn.Module's `__call__`): what its callers pass are activations."""
+    name = func.name.value
+    return cls is not None and (name == "forward" or (name == "__call__" and is_module))
+
+
+def annotation_text(param: cst.Param) -> str:
+    return _annotation_text(param)
 
 
 def tensor_list_parameters(func: cst.FunctionDef) -> list[str]:

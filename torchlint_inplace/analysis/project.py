@@ -1,8 +1,10 @@
-"""The project around a file: its classes and functions, and other project files on demand.
+"""The project around a file: its classes, functions and module-level names, and other project
+files on demand.
 
-A call site needs its callee's summary; the callee may live in another file of the same
-package (`from .layers import Clip`, `from mypkg.layers import Clip`). Files are parsed when a
-call first needs them and kept for the rest of the run; nothing is imported or executed.
+A call site needs its callee, which may live in another file of the same package (`from .layers
+import Clip`, `from mypkg.layers import Clip`) or of a project of scripts (`from utils.ops import
+scale_` next to `train.py`). Files are parsed when a call first needs them and kept, within a
+memory bound, for the rest of the run; nothing is imported or executed.
 """
 
 from __future__ import annotations
@@ -18,10 +20,9 @@ import libcst as cst
 
 from .. import source
 from ..diagnostics import Span
-from .classes import ClassInfo, ClassReader
-from .imports import Imports
+from .classes import ClassInfo, FunctionRef
+from .imports import Imports, dotted
 from .positions import Positions, positions_of
-from .summaries import EMPTY, Summary
 from .torch_facts import TorchFacts, torch_facts
 
 # Files read for context (callees, callers) are skipped above this size: their trees cost
@@ -35,6 +36,8 @@ _IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[^\n#]*|import
 # sources. On timm, 1 M characters keeps the peak at ~150 MB and re-parses 15 callees (0.4 M:
 # 130 MB, 43 re-parsed; unbounded: 38 callees parsed once, 176+ MB).
 MAX_CACHED_SOURCE = 1_000_000
+# What marks the root of a project of scripts (where `from utils.ops import x` resolves).
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
 @dataclass
@@ -47,6 +50,9 @@ class FileContext:
     class_nodes: dict[int, ClassInfo] = field(default_factory=dict)  # id(ClassDef) -> info
     functions: dict[str, cst.FunctionDef] = field(default_factory=dict)  # module level
     bodies: list[tuple[cst.FunctionDef, ClassInfo | None]] = field(default_factory=list)
+    # Module-level bindings other than defs, classes and imports: name -> the value expression
+    # last assigned to it at top level (read lazily by functions of the file).
+    assignments: dict[str, cst.BaseExpression] = field(default_factory=dict)
     text_hash: int | None = None  # of the decoded text `module` was parsed from, when read from disk
     size: int = 0  # characters of that text: what the tree costs in memory (0: not known)
     _positions: Positions | None = None
@@ -59,6 +65,9 @@ class FileContext:
 
     def code_of(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
+
+    def function_ref(self, node: cst.FunctionDef, cls: ClassInfo | None) -> FunctionRef:
+        return FunctionRef(self.path, node, cls)
 
 
 def statements(body: Sequence[cst.CSTNode], owner: cst.ClassDef | None = None) -> Iterator[tuple[cst.CSTNode, cst.ClassDef | None]]:
@@ -95,7 +104,7 @@ def _body(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
 
 def index_module(path: str, module: cst.Module) -> FileContext:
     imports = Imports()
-    classes: list[cst.ClassDef] = []
+    classes: list[tuple[cst.ClassDef, cst.ClassDef | None]] = []
     functions: list[tuple[cst.FunctionDef, cst.ClassDef | None]] = []
     for node, owner in statements(module.body):
         if isinstance(node, cst.SimpleStatementLine):
@@ -103,37 +112,47 @@ def index_module(path: str, module: cst.Module) -> FileContext:
                 if isinstance(small, (cst.Import, cst.ImportFrom)):
                     imports.add(small)
         elif isinstance(node, cst.ClassDef):
-            classes.append(node)
+            classes.append((node, owner))
         elif isinstance(node, cst.FunctionDef):
             functions.append((node, owner))
     ctx = FileContext(path, module, imports, torch_facts())
     top_level = set(map(id, module.body))
     ctx.functions = {node.name.value: node for node, owner in functions if owner is None and id(node) in top_level}
-    reader = ClassReader(imports, ctx.functions)
-    for node in classes:
-        info = reader.read(node)
+    for node, _ in classes:
+        bases = tuple(imports.qualname(arg.value) or dotted(arg.value) or "" for arg in node.bases if arg.keyword is None)
+        info = ClassInfo(node.name.value, bases, node, path)
+        for statement in _body(node.body):
+            if isinstance(statement, cst.FunctionDef):
+                info.methods[statement.name.value] = statement
         ctx.class_nodes[id(node)] = info
-        ctx.classes.setdefault(info.name, info)
-    for info in ctx.class_nodes.values():
-        for base in info.bases:
-            parent = ctx.classes.get(base)
-            if parent is not None and parent is not info:
-                info.inherit(parent)
+        if id(node) in top_level or node.name.value not in ctx.classes:
+            ctx.classes[info.name] = info
     ctx.bodies = [(node, ctx.class_nodes.get(id(owner)) if owner is not None else None) for node, owner in functions]
+    for statement in module.body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.Assign):
+                    for target in small.targets:
+                        if isinstance(target.target, cst.Name):
+                            ctx.assignments[target.target.value] = small.value
+                elif isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
+                    ctx.assignments[small.target.value] = small.value
     return ctx
 
 
 class Project:
-    """Files of one run, indexed once each, and the summaries computed from them."""
+    """Files of one run, indexed once each, and what was learnt about them (runs, instances)."""
 
     def __init__(self) -> None:
         # Most recently used last; bounded so that a large tree never keeps every syntax tree alive.
         self._files: OrderedDict[str, FileContext | None] = OrderedDict()
         self._size = 0  # of the sources of the files kept
         self._checking: str | None = None  # the file `context` was last asked for
-        self._summaries: dict[tuple[str, int], Summary] = {}
-        self._argument_writers: set[str] = set()
         self._import_indexes: dict[str, dict[str, list[Path]]] = {}
+        # Memoised results keyed by what they were computed from; each entry names the files it
+        # read, so that forgetting a file forgets what was learnt from its tree.
+        self.memo: dict[object, object] = {}
+        self._memo_files: dict[object, frozenset[str]] = {}
         # What the analysis of the current file read besides the file itself: the results cache
         # must be invalidated when any of these change.
         self.dependencies: set[str] = set()
@@ -169,6 +188,13 @@ class Project:
             return self._files[key]
         return self._remember(key, _read_index(path))
 
+    def contexts(self) -> list[FileContext]:
+        return [ctx for ctx in self._files.values() if ctx is not None]
+
+    def remember(self, key: object, value: object, files: frozenset[str]) -> None:
+        self.memo[key] = value
+        self._memo_files[key] = files
+
     def _remember(self, key: str, ctx: FileContext | None) -> FileContext | None:
         self._forget(key)
         self._files[key] = ctx
@@ -184,22 +210,15 @@ class Project:
             return
         ctx = self._files.pop(key)
         self._size -= ctx.size if ctx is not None else 0
-        for summary_key in [k for k in self._summaries if k[0] == key]:
-            del self._summaries[summary_key]
-
-    def mark_argument_writer(self, ctx: FileContext) -> None:
-        """A function in `ctx` writes into one of its own tensor arguments."""
-        self._argument_writers.add(key_of(ctx.path))
-
-    def writes_arguments(self, ctx: FileContext) -> bool:
-        return key_of(ctx.path) in self._argument_writers
+        for memo_key in [k for k, files in self._memo_files.items() if key in files]:
+            del self.memo[memo_key]
+            del self._memo_files[memo_key]
 
     def importers(self, ctx: FileContext) -> list[FileContext]:
-        """Files of the same package that import `ctx`'s module: the callers that may pass it tensors."""
+        """Files of the same package or project that import `ctx`'s module: the callers that may
+        pass it tensors or build its classes."""
         here = Path(ctx.path)
-        root = here.parent
-        while (root / "__init__.py").exists() and (root.parent / "__init__.py").exists():
-            root = root.parent
+        root = scan_root(here)
         self.scanned_roots.add(key_of(root))
         found = []
         for candidate in self._import_index(root).get(here.stem, ()):
@@ -225,12 +244,27 @@ class Project:
             self._import_indexes[key] = index
         return self._import_indexes[key]
 
-    def resolve_class(self, ctx: FileContext, name: str) -> tuple[FileContext, ClassInfo] | None:
+    def resolve_class(self, ctx: FileContext, name: str) -> ClassInfo | None:
         found = self._resolve(ctx, name, lambda other, short: other.classes.get(short))
-        return found
+        return found[1] if found is not None else None
 
     def resolve_function(self, ctx: FileContext, name: str) -> tuple[FileContext, cst.FunctionDef] | None:
         return self._resolve(ctx, name, lambda other, short: other.functions.get(short))
+
+    def resolve_name(self, ctx: FileContext, name: str) -> tuple[FileContext, str] | None:
+        """The project file and module-level name an imported name stands for."""
+        target = _imported_file(ctx, name)
+        if target is None:
+            return None
+        other = self.file(target[0])
+        return (other, target[1]) if other is not None and target[1] else None
+
+    def module_file(self, ctx: FileContext, name: str) -> FileContext | None:
+        """`import utils.ops as ops` / `from . import layers`: the project file a name is."""
+        target = _imported_file(ctx, name)
+        if target is None or target[1]:
+            return None
+        return self.file(target[0])
 
     def _resolve(self, ctx: FileContext, name: str, lookup):
         local = lookup(ctx, name)
@@ -248,18 +282,44 @@ class Project:
         found = lookup(other, short)
         return (other, found) if found is not None else None
 
-    def summary(self, ctx: FileContext, func: cst.FunctionDef, cls: ClassInfo | None) -> Summary:
-        key = (key_of(ctx.path), id(func))
-        if key not in self._summaries:
-            self._summaries[key] = EMPTY  # recursion guard: a function calling itself learns nothing
-            from .interpreter import summarize
-
-            self._summaries[key] = summarize(self, ctx, func, cls)
-        return self._summaries[key]
+    def class_file(self, info: ClassInfo) -> FileContext | None:
+        key = key_of(info.path)
+        ctx = self._files.get(key)
+        return ctx if ctx is not None else self.file(Path(info.path))
 
 
 def key_of(path: str | Path) -> str:
     return os.path.normpath(os.path.abspath(path))
+
+
+def package_root(folder: Path) -> Path:
+    """The folder above the outermost package that holds `folder` (`folder` itself when it is no package)."""
+    root = folder
+    while (root / "__init__.py").exists():
+        root = root.parent
+    return root
+
+
+def project_root(folder: Path) -> Path | None:
+    """The nearest folder at or above `folder` that marks a project's root."""
+    for candidate in (folder, *folder.parents):
+        if any((candidate / marker).exists() for marker in PROJECT_MARKERS):
+            return candidate
+    return None
+
+
+def scan_root(path: Path) -> Path:
+    """Where the callers of a file may live: its project's root when the file sits in a project
+    of scripts (no package above it), else its outermost package."""
+    here = path.parent
+    root = here
+    while (root / "__init__.py").exists() and (root.parent / "__init__.py").exists():
+        root = root.parent
+    if not (here / "__init__.py").exists():
+        marked = project_root(here)
+        if marked is not None and marked != Path(marked.anchor):
+            return marked
+    return root
 
 
 def _read_index(path: Path) -> FileContext | None:
@@ -284,7 +344,7 @@ def _imports_file(ctx: FileContext, local: str, target: Path) -> bool:
 
 
 def _imported_file(ctx: FileContext, local: str) -> tuple[Path, str] | None:
-    """The project file a name was imported from, and its name there."""
+    """The project file a name was imported from, and its name there ("" for a module)."""
     here = Path(ctx.path).parent
     if local in ctx.imports.relative:
         level, module, name = ctx.imports.relative[local]
@@ -295,20 +355,34 @@ def _imported_file(ctx: FileContext, local: str) -> tuple[Path, str] | None:
     qualname = ctx.imports.aliases.get(local)
     if qualname is None or qualname.startswith("torch"):
         return None
-    root = here
-    while (root / "__init__.py").exists():
-        root = root.parent
     module, _, name = qualname.rpartition(".")
-    return _module_file(root, module, name) if module else None
+    for base in absolute_import_bases(here):
+        found = _module_file(base, module, name)
+        if found is not None:
+            return found
+    return None
+
+
+def absolute_import_bases(here: Path) -> list[Path]:
+    """Where an absolute import of a project module may resolve, in Python's order for a script
+    run from its folder: above the outermost package; the script's own folder; the project root."""
+    bases = [package_root(here)]
+    for extra in (here, project_root(here)):
+        if extra is not None and extra not in bases:
+            bases.append(extra)
+    return bases
 
 
 def _module_file(base: Path, module: str, name: str) -> tuple[Path, str] | None:
+    """The file `from <base>.<module> import <name>` reads `name` from, and the name there: a
+    module of that package when there is one (`from pkg import mod`, `from . import layers`),
+    else the package's or module's own file."""
     folder = base.joinpath(*module.split(".")) if module else base
-    for candidate in (folder.with_suffix(".py"), folder / "__init__.py"):
-        if module and candidate.is_file():
-            return candidate, name
-    if not module:
-        candidate = folder / f"{name}.py"  # `from . import layers` then `layers.Clip`
+    for candidate in (folder / f"{name}.py", folder / name / "__init__.py"):
         if candidate.is_file():
             return candidate, ""
+    if module:
+        for candidate in (folder.with_suffix(".py"), folder / "__init__.py"):
+            if candidate.is_file():
+                return candidate, name
     return None

@@ -1,75 +1,121 @@
-"""What a function or `forward` does to the tensors it is given, seen from a call site.
+"""What running a function in one context did, seen from its call site (a `Summary`).
 
-A summary says which tensor parameters the body writes in place (and where), which it leaves
-saved for backward, and which the result aliases. Call sites apply it, so that seed-2's two
-patterns — a callee rewriting a tensor its caller still needs, and a caller rewriting a tensor
-its callee saved — are found across functions, classes and files.
+A function is run with what a call site passes (tensors by what autograd knows of them, Python
+values as they are), and the run is kept per context: which tensor arguments it writes in place
+(and where), which it leaves saved for backward, what it returns, which attributes of `self` it
+binds (construction), which lists and dicts it was given it filled, and which saves it made on
+storages that outlive it (a module's parameters, for optimizer steps). The findings the run
+itself proves (a save and a write both inside it) are kept with it, with the runs it reached,
+so that a file's analysis reports exactly what its own entry points reach.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .values import SaveRecord, Site
+from .conditions import Condition
+from .state import SaveRecord, Site, State
+from .values import DictVal, Val, Value
+
+Slot = tuple  # (argument index, item index or dict key, ...): a tensor reached through an argument
 
 
 @dataclass(frozen=True)
 class ParamWrite:
-    index: int
+    slot: Slot
     site: Site
     form: object  # model.Form of the write inside the callee
     action: str
     via_activation: bool  # done by an inplace=True activation: the caller's call is TIP004
     grad_enabled: bool  # the callee's own grad mode there: under its no_grad a leaf may be written
+    condition: Condition = frozenset()
+    related: tuple = ()
 
 
-@dataclass
+@dataclass(eq=False)
 class Summary:
     params: tuple[str, ...]
     writes: list[ParamWrite] = field(default_factory=list)
-    saves: dict[int, set[SaveRecord]] = field(default_factory=dict)
-    returns: set[int] = field(default_factory=set)
-    result_saves: set[SaveRecord] = field(default_factory=set)  # the callee saved what it returns
-    # `return a, b, x`: which parameters each element of a returned tuple aliases
-    item_returns: tuple[frozenset[int], ...] | None = None
-
-    @property
-    def is_empty(self) -> bool:
-        return not (self.writes or self.saves or self.returns or self.result_saves)
+    saves: dict[Slot, set[SaveRecord]] = field(default_factory=dict)
+    returned: Value | None = None  # in the callee's storages; `slots` maps those of arguments
+    slots: dict[int, Slot] = field(default_factory=dict)  # callee storage -> the argument slot it stands for
+    result_saves: dict[int, set[SaveRecord]] = field(default_factory=dict)  # callee storage it returns -> its saves
+    self_updates: dict[str, Value] = field(default_factory=dict)  # `self.<name>` bound by the callee
+    cell_updates: dict[Slot, Value] = field(default_factory=dict)  # lists/dicts passed in and filled
+    stable_saves: list[tuple[frozenset[int], SaveRecord]] = field(default_factory=list)  # on parameters
+    mutations: list = field(default_factory=list)  # model.Mutation the run proves by itself
+    children: list["Summary"] = field(default_factory=list)  # runs it reached
+    files: frozenset[str] = frozenset()  # every file this summary was read from
+    builds_inplace: bool = False  # returns or binds a module that writes its input: callers decide the damage
+    writes_arguments: bool = False
+    node: object = None  # the function this is a run of
+    path: str = ""  # the file it lives in
+    patches: dict = field(default_factory=dict)  # modules rewritten through an alias (construction)
 
 
 EMPTY = Summary(params=())
 
 
+def slot_storages(value: Value, base: Slot) -> dict[int, Slot]:
+    """Each storage an argument holds, and the slot it is reached through."""
+    found: dict[int, Slot] = {}
+    if isinstance(value, Val):
+        for storage in value.storages:
+            found.setdefault(storage, base)
+        for index, item in enumerate(value.items or ()):
+            for storage, slot in slot_storages(item, (*base, index)).items():
+                found.setdefault(storage, slot)
+    elif isinstance(value, DictVal):
+        for key, item in value.entries:
+            for storage, slot in slot_storages(item, (*base, key)).items():
+                found.setdefault(storage, slot)
+    return found
+
+
 class SummaryRecorder:
-    """Collects a summary while the interpreter runs a body with symbolic parameters."""
+    """Collects a summary while the interpreter runs a body with the arguments of one context."""
 
-    def __init__(self, params: dict[str, frozenset[int]]) -> None:
+    def __init__(self, params: dict[str, Value]) -> None:
         self.names = tuple(params)
-        self.by_storage = {storage: index for index, storages in enumerate(params.values()) for storage in storages}
-        self.summary = Summary(params=self.names)
-        self.returned: frozenset[int] = frozenset()
+        self.by_storage: dict[int, Slot] = {}
+        for index, value in enumerate(params.values()):
+            for storage, slot in slot_storages(value, (index,)).items():
+                self.by_storage.setdefault(storage, slot)
+        self.cells = {value.cell: (index,) for index, value in enumerate(params.values()) if isinstance(value, (Val, DictVal)) and value.cell is not None}
+        self.summary = Summary(params=self.names, slots=self.by_storage)
+        self.returns: list[Value] = []
 
-    def params_of(self, storages: frozenset[int]) -> set[int]:
-        return {self.by_storage[storage] for storage in storages if storage in self.by_storage}
+    def slots_of(self, storages: frozenset[int]) -> list[Slot]:
+        return sorted({self.by_storage[storage] for storage in storages if storage in self.by_storage}, key=repr)
 
-    def on_write(self, storages: frozenset[int], site: Site, form: object, action: str, via_activation: bool, grad_enabled: bool) -> None:
-        for index in sorted(self.params_of(storages)):
-            write = ParamWrite(index, site, form, action, via_activation, grad_enabled)
-            if write not in self.summary.writes:
-                self.summary.writes.append(write)
+    def on_write(self, storages: frozenset[int], write: ParamWrite) -> None:
+        for slot in self.slots_of(storages):
+            candidate = ParamWrite(slot, write.site, write.form, write.action, write.via_activation, write.grad_enabled, write.condition, write.related)
+            if candidate not in self.summary.writes:
+                self.summary.writes.append(candidate)
+                self.summary.writes_arguments = True
 
-    def on_return(self, storages: frozenset[int], items: tuple[frozenset[int], ...] | None) -> None:
-        if items is not None and self.summary.item_returns is None and not self.summary.returns:
-            self.summary.item_returns = tuple(frozenset(self.params_of(item)) for item in items)
-        else:
-            self.summary.returns |= self.params_of(storages)
-        self.returned |= storages
+    def on_return(self, value: Value) -> None:
+        self.returns.append(value)
 
-    def on_saves(self, saves: dict[int, frozenset[SaveRecord]]) -> None:
+    def on_saves(self, saves: dict[int, frozenset[SaveRecord]], returned: frozenset[int]) -> None:
         for storage, records in saves.items():
-            index = self.by_storage.get(storage)
-            if index is not None:
-                self.summary.saves.setdefault(index, set()).update(records)
-            elif storage in self.returned:
-                self.summary.result_saves.update(records)
+            slot = self.by_storage.get(storage)
+            if slot is not None:
+                self.summary.saves.setdefault(slot, set()).update(records)
+            elif storage in returned:
+                self.summary.result_saves.setdefault(storage, set()).update(records)
+
+    def finish(self, final: State, returned: Value | None, stable: frozenset[int]) -> Summary:
+        summary = self.summary
+        summary.returned = returned
+        for name, value in final.env.items():
+            if name.startswith("self.") and name.count(".") == 1:
+                summary.self_updates[name[5:]] = value
+            if isinstance(value, (Val, DictVal)) and value.cell in self.cells:
+                summary.cell_updates[self.cells[value.cell]] = value
+        for storage, records in final.saves.items():
+            if storage in stable:
+                for record in records:
+                    summary.stable_saves.append((frozenset((storage,)), record))
+        return summary

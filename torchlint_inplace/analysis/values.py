@@ -1,8 +1,12 @@
-"""The abstract values the interpreter tracks for each name, and the per-path state.
+"""The abstract values the interpreter computes, for construction code as for computation.
 
-A tensor is abstracted to the set of storages it may live in (views share their base's
-storage and version counter, so a write through any of them is a write to all) and whether it
-may require grad. What autograd saved is a fact about a storage, recorded along the path.
+A tensor is abstracted to the set of storages it may live in (views share their base's storage
+and version counter, so a write through any of them is a write to all), whether it may require
+grad, and the saves its value depends on (its autograd ancestry). Construction code needs more:
+Python constants and the configuration values nobody passed (`Sym`, with their defaults), classes
+and functions as values, `functools.partial`, modules (what calling one does, from the torch
+tables or from the project class it instantiates), dicts and lists that grow, optimizers. A value
+that differs between the paths of a branch is a `Choice`, each option under its condition.
 """
 
 from __future__ import annotations
@@ -10,221 +14,366 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from itertools import count
+from typing import TYPE_CHECKING, Union
 
+from .conditions import Condition, consistent
+
+if TYPE_CHECKING:
+    from .instances import Instance
 
 
 class Grad(IntEnum):
-    NO = 0  # cannot require grad: factories, detached, computed under no_grad
-    UNKNOWN = 1  # a tensor of unknown provenance: a helper's `Tensor` argument
+    NO = 0  # cannot require grad: factories, detached, computed under no_grad, integer results
+    UNKNOWN = 1  # a tensor of unknown provenance: a helper's `Tensor` argument nobody calls
     MAYBE = 2  # activations, module outputs, forward arguments
     LEAF = 3  # a leaf that requires grad (nn.Parameter, requires_grad=True), or a view of one
 
 
-_storage_ids = count(1)
+_ids = count(1)
+
+
+def fresh_id() -> int:
+    return next(_ids)
 
 
 def fresh_storage() -> frozenset[int]:
-    return frozenset((next(_storage_ids),))
+    return frozenset((fresh_id(),))
 
 
 @dataclass(frozen=True)
 class Val:
-    """What a name holds. Not a tensor when `storages` is empty."""
+    """A tensor, or a tuple or list of values (`items`). Not a tensor when `storages` is empty;
+    `Val()` is the value nothing is known about."""
 
     storages: frozenset[int] = frozenset()
     grad: Grad = Grad.NO
     origin: object = field(default=None, compare=False, hash=False)  # node that made it (or the leaf it views)
     strided: bool = False  # a non-contiguous view: `.contiguous()` of it copies
-    items: tuple["Value", ...] | None = None  # tuple-like results: chunk(), lstm outputs
+    items: tuple["Value", ...] | None = None  # tuple-like results: chunk(), lstm outputs; list displays
     hidden: str | None = None  # "data" / "detach": an alias autograd does not track
     multi_view: str | None = None  # an output of chunk()/split()/unbind(): torch forbids writing it
     dtype: str | None = None  # when known: "bfloat16" under autocast, "float32" after .float()
     fresh_buffer: bool = False  # made by a factory (zeros, empty): an out-parameter a callee may fill
     opaque: bool = False  # returned by code we cannot see: may be a tuple or a dataclass of tensors
+    graph: frozenset[int] = frozenset()  # orders of the saves this value was computed through
+    hooked: str | None = None  # output of a module with a full backward hook (its label): a view torch forbids writing
+    inference: bool = False  # created under inference_mode: writing it outside raises
+    cell: int | None = None  # identity of a Python list, so that `append` reaches every name holding it
+    cloned: bool = False  # made by `.clone()`: advice to clone it again would not help
 
     @property
     def is_tensor(self) -> bool:
         return bool(self.storages)
 
     def view(self, strided: bool = False) -> "Val":
-        return replace(self, strided=strided or self.strided, items=None)
+        return replace(self, strided=strided or self.strided, items=None, cell=None, cloned=False)
 
     def part(self) -> "Val":
         """One element of a tuple this value may be: a different tensor, nothing saved yet."""
-        return Val(fresh_storage(), self.grad, self.origin, dtype=self.dtype)
+        return Val(fresh_storage(), self.grad, self.origin, dtype=self.dtype, graph=self.graph, hooked=self.hooked)
 
     def detached(self, how: str) -> "Val":
-        return replace(self, grad=Grad.NO, items=None, hidden=how, multi_view=None)
+        return replace(self, grad=Grad.NO, items=None, hidden=how, multi_view=None, graph=frozenset(), hooked=None, cell=None)
 
 
 NOT_TENSOR = Val()
 
 
 @dataclass(frozen=True)
-class ModuleRef:
-    """An nn.Module held in an attribute: what calling it does to its input."""
+class Const:
+    """A Python constant. `origin` is the literal it was written as (where a user would edit it),
+    None when it came from a default or was computed."""
 
-    kind: str | None  # torch.nn class name, None for project or unknown classes
-    inplace: bool = False
-    items: tuple["ModuleRef", ...] | None = None  # nn.Sequential / nn.ModuleList contents
+    value: object
     origin: object = field(default=None, compare=False, hash=False)
-    cls_name: str | None = None  # the project class it was built from, as written
+    origin_path: str | None = field(default=None, compare=False, hash=False)
 
 
-Value = Val | ModuleRef
+@dataclass(frozen=True)
+class Sym:
+    """A configuration value the analysis does not know: a parameter no known caller passed, an
+    attribute of a config object. `text` is how it reads in a condition; `default` is what it is
+    when nobody passes it (None: no default)."""
+
+    text: str
+    default: Const | None = None
 
 
-def merge_values(a: Value | None, b: Value | None) -> Value:
+@dataclass(frozen=True)
+class Klass:
+    """A class as a value: a torch class (`qualname`) or a project class (`ref`)."""
+
+    name: str  # as a user would write it in a message
+    qualname: str | None = None
+    ref: object = None  # classes.ClassRef of a project class
+
+
+@dataclass(frozen=True)
+class Func:
+    """A function as a value: a torch callable (`qualname`), a project function (`ref`), or a
+    method bound to its receiver (`bound`)."""
+
+    name: str
+    qualname: str | None = None
+    ref: object = None  # classes.FunctionRef
+    bound: "Value | None" = None
+
+
+@dataclass(frozen=True)
+class Namespace:
+    """A module as a value: a torch namespace (`nn`, `F`) or a project file (`import utils.ops as ops`)."""
+
+    qualname: str | None = None
+    path: str | None = None
+
+
+@dataclass(frozen=True)
+class Super:
+    """`super()` in a method of `cls`: its bases' methods, bound to the same `self`."""
+
+    cls: object  # classes.ClassInfo
+
+
+@dataclass(frozen=True)
+class Partial:
+    """`functools.partial(target, *args, **kwargs)`."""
+
+    target: "Value"
+    args: tuple["Value", ...] = ()
+    kwargs: tuple[tuple[str, "Value"], ...] = ()
+
+
+@dataclass(frozen=True)
+class Module:
+    """An nn.Module value: what calling it does to its input.
+
+    `writes` is None for a module that never writes its input, else the condition under which
+    it does (empty: always). `culprit` is where its in-place behaviour was decided: the literal
+    `inplace=True` a user edits, else the call that built it. A project class's instance carries
+    its `instance`; `params` are the storages of the parameters it and its submodules hold."""
+
+    kind: str | None  # torch.nn class name; None for a project class instance or an unknown module
+    label: str = ""  # the class as written: "ReLU", "Block"
+    writes: Condition | None = None
+    culprit: object = None  # values.Site
+    flag: object = None  # the literal `True` node to switch off, when there is one
+    items: tuple["Value", ...] | None = None  # Sequential / ModuleList / ModuleDict contents
+    keys: tuple[str, ...] | None = None  # ModuleDict / named children
+    instance: "Instance | None" = None
+    params: frozenset[int] = frozenset()
+    ident: int = field(default_factory=fresh_id)
+    config: tuple[tuple[str, "Value"], ...] = ()  # constructor arguments the tables care about (p, max_norm)
+    origin: object = field(default=None, compare=False, hash=False)
+
+    @property
+    def is_container(self) -> bool:
+        return self.items is not None
+
+    def setting(self, name: str) -> "Value | None":
+        return next((value for key, value in self.config if key == name), None)
+
+
+@dataclass(frozen=True)
+class DictVal:
+    """A dict: entries with constant keys, `rest` for what was stored under keys not known."""
+
+    entries: tuple[tuple[object, "Value"], ...] = ()
+    rest: "Value | None" = None
+    cell: int | None = None
+
+    def get(self, key: object) -> "Value | None":
+        return next((value for known, value in self.entries if known == key), None)
+
+    def set(self, key: object, value: "Value") -> "DictVal":
+        kept = tuple((known, old) for known, old in self.entries if known != key)
+        return replace(self, entries=(*kept, (key, value)))
+
+    def values(self) -> list["Value"]:
+        return [value for _, value in self.entries] + ([self.rest] if self.rest is not None else [])
+
+
+@dataclass(frozen=True)
+class Params:
+    """What `model.parameters()` returns: the parameter storages (None: not known)."""
+
+    storages: frozenset[int] | None
+
+
+@dataclass(frozen=True)
+class Optimizer:
+    """An optimizer and the parameter storages it updates (None: not known)."""
+
+    storages: frozenset[int] | None
+    origin: object = field(default=None, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One of several values, each under the condition that selects it on its path."""
+
+    options: tuple[tuple[Condition, "Value"], ...]
+
+
+Value = Union[Val, Const, Sym, Klass, Func, Namespace, Super, Partial, Module, DictVal, Params, Optimizer, Choice]
+
+MAX_OPTIONS = 8
+
+
+def merge_values(a: Value | None, b: Value | None, when_a: Condition = frozenset(), when_b: Condition = frozenset()) -> Value:
+    """What a name holds after paths that bound it to `a` and `b` meet. Tensors merge into one
+    abstract tensor; other values that differ become a `Choice` under the conditions that told
+    the paths apart (`when_a`, `when_b`), or stay apart without one."""
     if a is None or b is None:
-        return a or b or NOT_TENSOR
+        return a if b is None and a is not None else (b if b is not None else NOT_TENSOR)
     if a == b:
         return a
     if isinstance(a, Val) and isinstance(b, Val):
-        return Val(
-            storages=a.storages | b.storages,
-            grad=max(a.grad, b.grad),
-            origin=a.origin or b.origin,
-            strided=a.strided and b.strided,
-            hidden=a.hidden if a.hidden == b.hidden else None,
-            multi_view=a.multi_view or b.multi_view,
-            dtype=a.dtype if a.dtype == b.dtype else None,
-            fresh_buffer=a.fresh_buffer and b.fresh_buffer,
-            opaque=a.opaque or b.opaque,
-        )
-    return a if isinstance(a, ModuleRef) else b
+        if a.items is not None and b.items is not None and len(a.items) == len(b.items):
+            items = tuple(merge_values(x, y, when_a, when_b) for x, y in zip(a.items, b.items))
+            return replace(_merge_tensors(a, b), items=items, cell=a.cell if a.cell == b.cell else None)
+        return _merge_tensors(a, b)
+    if isinstance(a, Val) and not a.is_tensor and a.items is None:
+        return b  # nothing known on one side: keep what the other knows
+    if isinstance(b, Val) and not b.is_tensor and b.items is None:
+        return a
+    if isinstance(a, DictVal) and isinstance(b, DictVal):
+        keys = [key for key, _ in a.entries] + [key for key, _ in b.entries if a.get(key) is None]
+        entries = tuple((key, merge_values(a.get(key), b.get(key), when_a, when_b)) for key in keys)
+        rest = merge_values(a.rest, b.rest, when_a, when_b) if a.rest is not None or b.rest is not None else None
+        return DictVal(entries, rest, a.cell if a.cell == b.cell else None)
+    options = _options(a, when_a) + _options(b, when_b)
+    unique: list[tuple[Condition, Value]] = []
+    for condition, value in options:
+        if not consistent(condition) or any(value == known for _, known in unique):
+            continue
+        unique.append((condition, value))
+    if len(unique) == 1:
+        return unique[0][1]
+    if len(unique) > MAX_OPTIONS:
+        unique = unique[:MAX_OPTIONS]
+    return Choice(tuple(unique))
 
 
-_record_order = count()
+def _options(value: Value, when: Condition) -> list[tuple[Condition, Value]]:
+    if isinstance(value, Choice):
+        return [(condition | when, option) for condition, option in value.options]
+    return [(when, value)]
 
 
-@dataclass(frozen=True)
-class SaveRecord:
-    """An op that saved a tensor for backward: the version autograd will check.
-
-    Nodes, not positions: positions cost a pass over the whole module, paid only when a
-    finding is actually reported.
-    """
-
-    op: str  # how the user wrote the op: `*`, `torch.sigmoid`, `self.fc` (Linear)
-    what: str  # the saved operand as written, or "its result"
-    node: object = field(compare=False, hash=False)
-    certain: bool = True  # False when only tensors of unknown provenance made the op save
-    order: int = field(default_factory=lambda: next(_record_order))
-
-
-@dataclass(frozen=True)
-class Site:
-    """Where a finding is reported: the node, and the file it lives in (a callee's may differ)."""
-
-    path: str
-    node: object = field(compare=False)
+def _merge_tensors(a: Val, b: Val) -> Val:
+    return Val(
+        storages=a.storages | b.storages,
+        grad=max(a.grad, b.grad),
+        origin=a.origin or b.origin,
+        strided=a.strided and b.strided,
+        hidden=a.hidden if a.hidden == b.hidden else None,
+        multi_view=a.multi_view or b.multi_view,
+        dtype=a.dtype if a.dtype == b.dtype else None,
+        fresh_buffer=a.fresh_buffer and b.fresh_buffer,
+        opaque=a.opaque or b.opaque,
+        graph=a.graph | b.graph,
+        hooked=a.hooked or b.hooked,
+        inference=a.inference and b.inference,
+        cloned=a.cloned and b.cloned,
+    )
 
 
-@dataclass(frozen=True)
-class PendingWrite:
-    """A hidden in-place write (an inplace activation, a callee writing its argument) whose
-    damage shows only if an alias bound before it is read afterwards."""
-
-    form: object
-    site: Site
-    action: str
-    written: str
+def options_of(value: Value) -> list[tuple[Condition, Value]]:
+    """The alternatives a value stands for: itself, or each option of a `Choice`."""
+    return list(value.options) if isinstance(value, Choice) else [(frozenset(), value)]
 
 
-@dataclass
-class State:
-    env: dict[str, Value] = field(default_factory=dict)
-    saves: dict[int, frozenset[SaveRecord]] = field(default_factory=dict)
-    dead: bool = False  # the path returned or raised
-    stale: dict[str, PendingWrite] = field(default_factory=dict)  # names whose value was rewritten under them
-    retained: object = None  # the `backward(retain_graph=True)` call whose graph is still alive
-    steps: frozenset[Site] = frozenset()  # optimizer steps taken since that backward
-
-    def copy(self) -> "State":
-        return State(dict(self.env), dict(self.saves), self.dead, dict(self.stale), self.retained, self.steps)
-
-    def saves_of(self, val: Val) -> list[SaveRecord]:
-        found = set()
-        for storage in val.storages:
-            found |= self.saves.get(storage, frozenset())
-        return sorted(found, key=lambda record: record.order)
-
-    def add_save(self, val: Val, record: SaveRecord) -> None:
-        for storage in val.storages:
-            self.saves[storage] = self.saves.get(storage, frozenset()) | {record}
-
-
-def reachable(value: Value) -> frozenset[int]:
-    if isinstance(value, Val):
-        found = value.storages
-        for item in value.items or ():
-            found |= reachable(item)
-        return found
-    return frozenset()
-
-
-def _prune(state: State) -> State:
-    """Forget saves on storages no name can reach any more on this path.
-
-    Without this, `if c: out = bn(out)` followed by `out += identity` would blame bn's save of
-    the old `out` on the path where `out` was rebound, after the branches are merged.
-    """
-    live = frozenset().union(*(reachable(value) for value in state.env.values())) if state.env else frozenset()
-    pruned = state.copy()
-    pruned.saves = {storage: records for storage, records in state.saves.items() if storage in live}
-    return pruned
-
-
-def merge_states(states: list[State]) -> State:
-    live = [state for state in states if not state.dead]
-    if not live:
-        return State(dead=True)
-    if len(live) > 1:
-        live = [_prune(state) for state in live]
-    merged = live[0].copy()
-    for other in live[1:]:
-        for name in merged.env.keys() | other.env.keys():
-            merged.env[name] = merge_values(merged.env.get(name), other.env.get(name))
-        for storage, records in other.saves.items():
-            merged.saves[storage] = merged.saves.get(storage, frozenset()) | records
-        for name, pending in other.stale.items():
-            merged.stale.setdefault(name, pending)
-        merged.retained = merged.retained or other.retained
-        merged.steps |= other.steps
-    return merged
+def collapse(value: Value) -> Value:
+    """A `Choice` folded into one value, for the operations that do not branch on it: the merge
+    of its tensors when it may be one (an optional tensor), else its one value, else unknown."""
+    if not isinstance(value, Choice):
+        return value
+    tensors = [option for _, option in value.options if isinstance(option, Val) and (option.is_tensor or option.items is not None)]
+    if tensors:
+        return merge_all(tensors)
+    first = value.options[0][1]
+    return first if all(option == first for _, option in value.options) else NOT_TENSOR
 
 
 def grad_of(value: Value | None) -> Grad:
+    value = collapse(value) if value is not None else None
     return value.grad if isinstance(value, Val) and value.is_tensor else Grad.NO
 
 
 def is_tensor(value: Value | None) -> bool:
+    if isinstance(value, Choice):
+        value = collapse(value)
     return isinstance(value, Val) and value.is_tensor
 
 
-def storages_within(value: Value) -> frozenset[int]:
-    """The storages of a tensor, or of every tensor in a tuple-like value."""
+def tensors_in(value: Value | None) -> list[Val]:
+    """The tensors a value holds: itself, or the elements of a tuple, list or dict, recursively."""
+    if value is None:
+        return []
+    if isinstance(value, Choice):
+        return [tensor for _, option in value.options for tensor in tensors_in(option)]
+    if isinstance(value, DictVal):
+        return [tensor for item in value.values() for tensor in tensors_in(item)]
     if not isinstance(value, Val):
-        return frozenset()
-    return value.storages.union(*map(storages_within, value.items or ()))
+        return []
+    found = [value] if value.is_tensor else []
+    for item in value.items or ():
+        found.extend(tensors_in(item))
+    return found
+
+
+def reachable(value: Value) -> frozenset[int]:
+    """Every storage a value can reach: a tensor's own, its elements', a module's parameters."""
+    found = frozenset().union(*(tensor.storages for tensor in tensors_in(value)))
+    for _, option in options_of(value):
+        if isinstance(option, Module):
+            found |= option.params
+        elif isinstance(option, (Optimizer, Params)) and option.storages is not None:
+            found |= option.storages
+    return found
+
+
+def graph_of(value: Value | None) -> frozenset[int]:
+    return frozenset().union(*(tensor.graph for tensor in tensors_in(value)))
 
 
 def item_of(value: Value, index: int) -> Value:
+    value = collapse(value)
     if isinstance(value, Val) and value.items is not None:
-        return value.items[index] if 0 <= index < len(value.items) else NOT_TENSOR
+        return value.items[index] if -len(value.items) <= index < len(value.items) else NOT_TENSOR
+    if isinstance(value, Module) and value.items is not None:
+        return value.items[index] if -len(value.items) <= index < len(value.items) else NOT_TENSOR
     return element_of(value)
 
 
 def element_of(value: Value) -> Value:
-    """An element of an iterable: a view for chunk()/unbind() results, else unknown."""
-    if isinstance(value, ModuleRef):
-        items = value.items or ()
-        return items[0] if len(set(items)) == 1 else NOT_TENSOR
+    """An element of an iterable: a view for a tensor, the merge of a container's items."""
+    if isinstance(value, Choice):
+        return collapse(Choice(tuple((condition, element_of(option)) for condition, option in value.options)))
+    if isinstance(value, Module):
+        return merge_all(value.items or ())
+    if isinstance(value, DictVal):
+        return merge_all([Const(key) for key, _ in value.entries]) if value.entries else NOT_TENSOR
     if isinstance(value, Val) and value.is_tensor:
         return value.view()
     if isinstance(value, Val) and value.items:
-        merged: Value = value.items[0]
-        for item in value.items[1:]:
-            merged = merge_values(merged, item)
-        return merged
+        return merge_all(value.items)
     return NOT_TENSOR
+
+
+def merge_all(values) -> Value:
+    merged: Value | None = None
+    for value in values:
+        merged = value if merged is None else merge_values(merged, value)
+    return merged if merged is not None else NOT_TENSOR
+
+
+def nonempty(value: Value) -> bool:
+    """A container known to hold at least one element: a loop over it runs at least once."""
+    if isinstance(value, Module):
+        return bool(value.items)
+    if isinstance(value, Val):
+        return bool(value.items) and not value.is_tensor
+    if isinstance(value, DictVal):
+        return bool(value.entries)
+    return False

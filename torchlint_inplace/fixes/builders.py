@@ -174,6 +174,9 @@ def out_argument(mutation: Mutation, index: SourceIndex) -> Fix | None:
 def inplace_activation(mutation: Mutation, index: SourceIndex) -> Fix | None:
     """TIP004: the out-of-place form. Unsafe: later readers of the input see it un-activated
     (usually the point), and other call sites of a shared module change too."""
+    if mutation.flag is not None:
+        # The literal `inplace=True` (or `m.inplace = True`) the module was built with.
+        return _fix("Build the module with `inplace=False`", [index.replace(mutation.flag, "False")], _UNSAFE)
     call = mutation.node
     if not isinstance(call, cst.Call):
         return None

@@ -1,0 +1,498 @@
+"""One file's analysis: its entry points, and the runs and instances they reach.
+
+The entry points of a file are its top-level code (a training script), the `forward` of each
+class nobody in the file builds (built with its constructor's defaults: the configuration a
+user gets), and every function or method no run reached (run with what its signature says).
+Everything else is reached from those, with what the callers pass: a project function or
+method is run per context (its arguments' abstract values) and memoised in the `Project`; a
+project class is instantiated per set of constructor arguments by interpreting `__init__`. The
+file's findings are those of every run reached whose write lies in the file.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections import deque
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import libcst as cst
+
+from .arguments import Args, Binding, bind
+from .classes import ClassInfo, FunctionRef
+from .conditions import Assumption
+from .imports import dotted
+from .instances import Instance, patched
+from .interpreter import MAX_CALL_DEPTH, FunctionInterpreter
+from .model import Mutation
+from .params import annotation_text, function_grad_enabled, is_entry, tensor_list_parameters, tensor_parameters
+from .project import FileContext, Project, key_of
+from .state import State
+from .summaries import Summary, SummaryRecorder
+from .values import (
+    NOT_TENSOR,
+    Choice,
+    Const,
+    DictVal,
+    Func,
+    Grad,
+    Klass,
+    Module,
+    Namespace,
+    Super,
+    Sym,
+    Val,
+    Value,
+    collapse,
+    fresh_id,
+    fresh_storage,
+)
+
+_BUILTINS = frozenset(dir(builtins))
+_NAMESPACES = frozenset(
+    {"torch", "torch.nn", "torch.nn.functional", "torch.optim", "torch.optim.lr_scheduler", "torch.linalg", "torch.fft",
+     "torch.special", "torch.autograd", "torch.nn.init", "torch.nn.utils", "torch.cuda", "torch.cuda.amp", "torch.amp",
+     "torch.distributed", "torch.utils", "torch.utils.data", "torch.utils.checkpoint", "torch.jit", "torch.backends",
+     "torch.nn.modules", "torch.testing", "torch.distributions", "torch.nn.parallel", "functools", "itertools", "collections"}
+)  # fmt: skip
+_CONTAINER_BASES = frozenset({"Sequential", "ModuleList", "ModuleDict"})
+
+
+class Engine:
+    def __init__(self, project: Project) -> None:
+        self.project = project
+        self.built: set[int] = set()  # ids of the classes instantiated during this analysis
+        self.reached: list[Summary] = []  # the runs the entry points reached
+        self._evaluating: set[tuple[str, str]] = set()
+
+    # ----------------------------------------------------------------- names
+
+    def grad_enabled(self, ctx: FileContext, node: cst.FunctionDef, cls: ClassInfo | None) -> bool:
+        return function_grad_enabled(node, cls, ctx.imports)
+
+    def global_value(self, ctx: FileContext, name: str) -> Value:
+        if name in ctx.classes:
+            return Klass(name, ref=ctx.classes[name])
+        if name in ctx.functions:
+            return Func(name, ref=FunctionRef(ctx.path, ctx.functions[name]))
+        qualname = ctx.imports.aliases.get(name)
+        if qualname is not None and qualname.split(".")[0] in ("torch", "functools", "itertools", "collections"):
+            return self.torch_value(_canonical(ctx, name))
+        if name in ctx.imports.relative or qualname is not None:
+            return self.imported(ctx, name)
+        if name in ctx.assignments:
+            return self.module_level(ctx, name)
+        if name in _BUILTINS:
+            return Func(name, qualname=f"builtins.{name}")
+        return NOT_TENSOR
+
+    def imported(self, ctx: FileContext, name: str) -> Value:
+        found = self.project.resolve_name(ctx, name)
+        if found is not None:
+            other, short = found
+            return self.global_value(other, short) if short != name or other is not ctx else NOT_TENSOR
+        module = self.project.module_file(ctx, name)
+        if module is not None:
+            return Namespace(path=module.path)
+        return NOT_TENSOR
+
+    def module_level(self, ctx: FileContext, name: str) -> Value:
+        """A module-level name read by a function: its last top-level value, evaluated once."""
+        key = ("global", key_of(ctx.path), name, id(ctx.module))
+        if key in self.project.memo:
+            return self.project.memo[key]  # type: ignore[return-value]
+        if (ctx.path, name) in self._evaluating:
+            return NOT_TENSOR
+        self._evaluating.add((ctx.path, name))
+        try:
+            interp = FunctionInterpreter(self, ctx, constructing=True, depth=MAX_CALL_DEPTH - 2)
+            value = interp.eval(ctx.assignments[name], State())
+        finally:
+            self._evaluating.discard((ctx.path, name))
+        self.project.remember(key, value, frozenset({key_of(ctx.path)}))
+        return value
+
+    def torch_value(self, qualname: str) -> Value:
+        if qualname in _NAMESPACES:
+            return Namespace(qualname)
+        short = qualname.rsplit(".", 1)[-1]
+        namespace = qualname[: -len(short) - 1]
+        if qualname in ("torch.nn.Parameter", "torch.Tensor", "functools.partial"):
+            return Klass(short, qualname)
+        if namespace in ("torch.nn", "torch.optim") and short[:1].isupper():
+            return Klass(short, qualname)
+        if namespace == "torch.nn.modules" or namespace.startswith("torch.nn.modules."):
+            return self.torch_value(f"torch.nn.{short}")
+        return Func(short, qualname=qualname)
+
+    def namespace_member(self, namespace: Value, attr: str) -> Value:
+        assert isinstance(namespace, Namespace)
+        if namespace.qualname is not None:
+            return self.torch_value(f"{namespace.qualname}.{attr}")
+        other = self.project.file(Path(namespace.path)) if namespace.path is not None else None
+        return self.global_value(other, attr) if other is not None else NOT_TENSOR
+
+    def class_member(self, info: ClassInfo, attr: str, bound: Module | None) -> Value:
+        method = self.method_of(info, attr)
+        if method is not None:
+            if _is_property(method.node) and bound is not None:
+                return NOT_TENSOR
+            return Func(attr, ref=method, bound=None if method.is_static else bound)
+        for owner in self.mro(info):
+            for statement in owner.node.body.body if isinstance(owner.node.body, cst.IndentedBlock) else ():
+                if isinstance(statement, cst.SimpleStatementLine):
+                    for small in statement.body:
+                        if isinstance(small, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == attr for t in small.targets):
+                            ctx = self.project.class_file(owner)
+                            if ctx is not None:
+                                return FunctionInterpreter(self, ctx, constructing=True, depth=MAX_CALL_DEPTH - 2).eval(small.value, State())
+        return NOT_TENSOR
+
+    def mro(self, info: ClassInfo) -> list[ClassInfo]:
+        """The project classes `info` inherits from, itself first (depth first, as written)."""
+        order: list[ClassInfo] = []
+        todo = [info]
+        while todo and len(order) < 32:
+            current = todo.pop(0)
+            if current in order:
+                continue
+            order.append(current)
+            ctx = self.project.class_file(current)
+            if ctx is None:
+                continue
+            for base in current.bases:
+                if base.startswith("torch."):
+                    continue
+                found = self.project.resolve_class(ctx, base)
+                if found is not None:
+                    todo.append(found)
+        return order
+
+    def method_of(self, info: ClassInfo, name: str) -> FunctionRef | None:
+        for owner in self.mro(info):
+            node = owner.methods.get(name)
+            if node is not None:
+                return FunctionRef(owner.path, node, owner)
+        return None
+
+    def torch_base(self, info: ClassInfo) -> str | None:
+        """The torch.nn class a project class builds on, through its project bases."""
+        for owner in self.mro(info):
+            for base in owner.torch_bases():
+                kind = base[len("torch.nn."):]
+                if kind != "Module":
+                    return kind
+        return None
+
+    def is_module(self, info: ClassInfo) -> bool:
+        """Subclasses torch.nn.Module, directly or through project classes (whatever its name)."""
+        return any(owner.torch_bases() for owner in self.mro(info))
+
+    def subclass_of(self, info: ClassInfo, base: ClassInfo) -> bool:
+        return base in self.mro(info)
+
+    def super_of(self, interp) -> Value:
+        """`super()` inside a method: the rest of the class's bases, bound to the same `self`."""
+        return Super(interp.cls) if interp.cls is not None else NOT_TENSOR
+
+    def locate(self, node: object, prefer: str) -> tuple[str, object] | None:
+        """Where a node lies: in `prefer`'s tree, else in another file the run still holds."""
+        if node is None:
+            return None
+        first = self.project.file(Path(prefer))
+        contexts = [first] + [ctx for ctx in self.project.contexts() if ctx is not first]
+        for ctx in contexts:
+            if ctx is None:
+                continue
+            try:
+                return ctx.path, ctx.span_of(node)
+            except KeyError:
+                continue
+        return None
+
+    def span_of(self, path: str) -> Callable[[cst.CSTNode], object]:
+        ctx = self.project.file(Path(path))
+        if ctx is None:
+            raise KeyError(path)
+        return ctx.span_of
+
+    # ----------------------------------------------------------------- runs
+
+    def run(self, interp, ref: FunctionRef, args: Args, bound: Value | None, state: State) -> tuple[Summary, Binding] | None:
+        if interp.depth >= MAX_CALL_DEPTH:
+            return None
+        ctx = interp.ctx if key_of(ref.path) == key_of(interp.ctx.path) else self.project.file(Path(ref.path))
+        if ctx is None:
+            return None
+        skip = 0 if ref.is_static or (ref.cls is None and bound is None) else 1
+        binding = bind(ref.node, args, skip)
+        if skip:
+            first = [*ref.node.params.posonly_params, *ref.node.params.params][:1]
+            if first:
+                binding.values = {first[0].name.value: bound if bound is not None else NOT_TENSOR, **binding.values}
+                binding.exprs = {first[0].name.value: None, **binding.exprs}
+        self.complete(ctx, binding)
+        constructing = interp.constructing and bound is not None and bound is state.env.get("self")
+        instance = bound.instance if isinstance(bound, Module) else None
+        key = None
+        if not constructing:
+            key = ("run", key_of(ref.path), id(ref.node), id(instance) if instance is not None else None, _abstract_all(binding.values), interp.grad_enabled, frozenset(state.hooked))
+            known = self.project.memo.get(key)
+            if known is not None:
+                return known, binding  # type: ignore[return-value]
+        self_env = {name: value for name, value in state.env.items() if name.startswith("self.")} if constructing else {}
+        summary = self.execute(ctx, ref, binding, instance, constructing, interp.depth + 1, interp.grad_enabled, self_env, state.hooked)
+        if key is not None:
+            self.project.remember(key, summary, summary.files)
+        return summary, binding
+
+    def complete(self, ctx: FileContext, binding: Binding) -> None:
+        """Parameters no argument reached take their defaults: a constant default is a
+        configuration value (its default known), anything else the value it evaluates to."""
+        for param in binding.missing:
+            binding.values[param.name.value] = self.default(ctx, param)
+            binding.exprs[param.name.value] = None
+
+    def default(self, ctx: FileContext, param: cst.Param) -> Value:
+        name = param.name.value
+        if param.default is None:
+            return Sym(name)
+        value = FunctionInterpreter(self, ctx, constructing=True, depth=MAX_CALL_DEPTH - 2).eval(param.default, State())
+        if isinstance(value, Const):
+            return Sym(name, Const(value.value))
+        return value
+
+    def execute(
+        self, ctx: FileContext, ref: FunctionRef, binding: Binding, instance: Instance | None, constructing: bool,
+        depth: int, grad_enabled: bool, self_env: dict[str, Value], hooked: frozenset[int],
+    ) -> Summary:
+        params = {name: _fresh(value) for name, value in binding.values.items()}
+        recorder = SummaryRecorder(params)
+        child = FunctionInterpreter(self, ctx, ref.cls, instance, recorder, constructing, depth, grad_enabled)
+        child.hooked = hooked
+        final = child.run_function(ref, {**params, **self_env}, params)
+        stable = instance.params if instance is not None else frozenset()
+        summary = recorder.finish(final, child.returned, stable)
+        summary.node = ref.node
+        summary.path = key_of(ref.path)
+        summary.patches = child.patches
+        summary.mutations = child.mutations()
+        summary.children = child.children
+        summary.files = frozenset({key_of(ref.path)}).union(*(c.files for c in child.children))
+        summary.builds_inplace = _builds_inplace(child.returned) or any(_builds_inplace(v) for v in summary.self_updates.values())
+        return summary
+
+    # ----------------------------------------------------------------- instances
+
+    def instantiate(self, interp, info: ClassInfo, call: cst.Call | None, args: Args, state: State) -> Value:
+        self.built.add(id(info))
+        init = self.method_of(info, "__init__")
+        ctx = self.project.class_file(info)
+        if ctx is None:
+            return NOT_TENSOR
+        if init is None:
+            binding = Binding({}, {}, [])
+            key = ("instance", id(info), key_of(info.path), _abstract_all({"args": Val(items=tuple(args.values()))}))
+        else:
+            init_ctx = self.project.file(Path(init.path)) if key_of(init.path) != key_of(ctx.path) else ctx
+            binding = bind(init.node, args, 1)
+            self.complete(init_ctx or ctx, binding)
+            key = ("instance", id(info), key_of(info.path), _abstract_all(binding.values))
+        instance = self.project.memo.get(key)
+        if instance is None:
+            if interp.depth >= MAX_CALL_DEPTH:
+                return Module(None, info.name, origin=call)
+            instance = self.build(interp, info, init, binding, call, args, state)
+            self.project.remember(key, instance, instance.built.files if instance.built is not None else frozenset({key_of(info.path)}))
+        assert isinstance(instance, Instance)
+        if instance.built is not None:
+            interp.children.append(instance.built)
+        kind = None
+        if instance.container is not None and self.method_of(info, "forward") is None:
+            kind = instance.container.kind
+        return Module(kind, info.name, items=instance.container.items if kind is not None else None, instance=instance, params=instance.params, origin=call)
+
+    def build(self, interp, info: ClassInfo, init: FunctionRef | None, binding: Binding, call: cst.Call | None, args: Args, state: State) -> Instance:
+        instance = Instance(info, label=info.name)
+        base = self.torch_base(info)
+        if init is None:
+            if base is not None:
+                instance.container = interp.calls.modules.construct(base, call, args, state) if base in _CONTAINER_BASES or base in interp.facts.module_saves else None
+            return instance
+        self_value = Module(None, info.name, instance=instance, params=fresh_storage())
+        ctx = self.project.file(Path(init.path)) or interp.ctx
+        first = [*init.node.params.posonly_params, *init.node.params.params][:1]
+        full = Binding({**({first[0].name.value: self_value} if first else {}), **binding.values}, {}, [])
+        summary = self.execute(ctx, init, full, instance, True, interp.depth + 1, True, {}, state.hooked)
+        final = dict(summary.self_updates)
+        container = final.pop("__container__", None)
+        instance.attrs = {name: patched(value, summary.patches) for name, value in final.items()}
+        if isinstance(container, Module):
+            instance.container = container
+        instance.built = summary
+        return instance
+
+    # ----------------------------------------------------------------- entry points
+
+    def analyze(self, ctx: FileContext) -> list[Mutation]:
+        found: list[Mutation] = []
+        top = FunctionInterpreter(self, ctx)
+        statements = [statement for statement in ctx.module.body if not isinstance(statement, (cst.FunctionDef, cst.ClassDef))]
+        if _guarded(lambda: top.run_statements(statements)):
+            found.extend(top.mutations())
+        self.reached.extend(top.children)
+        for info in reversed(list(ctx.class_nodes.values())):
+            if id(info) in self.built or info.is_autograd_function:
+                continue
+            for name in ("forward", "__call__"):
+                ref = self.method_of(info, name)
+                if ref is not None and key_of(ref.path) == key_of(ctx.path):
+                    _guarded(lambda: self.reached.extend(self.entry_run(ctx, ref, self.entry_instance(ctx, info))))
+                    break
+        ran = {id(summary.node) for summary in _all(self.reached) if summary.node is not None}
+        for node, cls in ctx.bodies:
+            if id(node) in ran:
+                continue
+            ref = FunctionRef(ctx.path, node, cls)
+            _guarded(lambda: self.reached.extend(self.entry_run(ctx, ref, self.method_receiver(ctx, cls, node))))
+        for summary in _all(self.reached):
+            found.extend(summary.mutations)
+        return found
+
+    def needs_callers(self, ctx: FileContext) -> bool:
+        """A function of the file writes its argument or builds an in-place module: whether that
+        breaks anything depends on its callers."""
+        here = key_of(ctx.path)
+        return any(summary.path == here and (summary.writes_arguments or summary.builds_inplace) for summary in _all(self.reached))
+
+    def method_receiver(self, ctx: FileContext, cls: ClassInfo | None, node: cst.FunctionDef) -> Value | None:
+        if cls is None or cls.is_autograd_function or _is_static(node):
+            return None
+        return self.entry_instance(ctx, cls)
+
+    def entry_instance(self, ctx: FileContext, info: ClassInfo) -> Module:
+        """The instance a class's own methods run on when nobody known builds it: its defaults."""
+        interp = FunctionInterpreter(self, ctx)
+        value = self.instantiate(interp, info, None, Args(), State())
+        self.reached.extend(interp.children)
+        return value if isinstance(value, Module) else Module(None, info.name)
+
+    def entry_run(self, ctx: FileContext, ref: FunctionRef, bound: Value | None) -> list[Summary]:
+        interp = FunctionInterpreter(self, ctx)
+        args = Args(keywords=self.entry_arguments(ctx, ref))
+        run = self.run(interp, ref, args, bound, State())
+        return [run[0]] if run is not None else []
+
+    def entry_arguments(self, ctx: FileContext, ref: FunctionRef) -> dict[str, Value]:
+        """What a function's parameters hold when no caller is known: a `forward`'s arguments are
+        activations (an optional one is None or a tensor), annotated tensors are tensors of
+        unknown provenance, the rest configuration values with their defaults."""
+        node, cls = ref.node, ref.cls
+        is_module = cls is not None and self.is_module(cls)
+        tensors = tensor_parameters(node, cls, is_module)
+        lists = set(tensor_list_parameters(node))
+        params = [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]
+        if cls is not None and params and not (_is_static(node) and node.name.value not in ("forward", "backward")):
+            params = params[1:]
+        values: dict[str, Value] = {}
+        entry = is_entry(node, cls, is_module)
+        for param in params:
+            name = param.name.value
+            if name in lists:
+                grad = Grad.MAYBE if entry else Grad.UNKNOWN
+                values[name] = Val(items=(Val(fresh_storage(), grad, origin=node),))
+            elif name in tensors:
+                values[name] = Val(fresh_storage(), tensors[name], origin=node)
+            elif entry and _defaults_to_none(param) and annotation_text(param) in ("", "Optional[Tensor]", "Optional[torch.Tensor]", "Tensor|None", "torch.Tensor|None"):
+                given = Assumption(f"{name}", "is None", False)
+                values[name] = Choice(((frozenset({given.negated()}), Const(None)), (frozenset({given}), Val(fresh_storage(), Grad.MAYBE, origin=node))))
+            else:
+                continue  # its default, or a configuration value nobody passed
+        return values
+
+
+def _guarded(run: Callable[[], object]) -> bool:
+    """Run one entry point; a pathologically deep expression costs that entry its findings only."""
+    try:
+        run()
+    except RecursionError:
+        return False
+    return True
+
+
+def _all(summaries: list[Summary]) -> list[Summary]:
+    """Every run reached, each once, in the order the analysis met them."""
+    seen: dict[int, Summary] = {}
+    todo = deque(summaries)
+    while todo:
+        summary = todo.popleft()
+        if id(summary) in seen:
+            continue
+        seen[id(summary)] = summary
+        todo.extend(summary.children)
+    return list(seen.values())
+
+
+def _fresh(value: Value) -> Value:
+    """An argument as the callee sees it: the same abstract value, with storages of its own."""
+    if isinstance(value, Val):
+        items = tuple(_fresh(item) for item in value.items) if value.items is not None else None
+        storages = fresh_storage() if value.is_tensor else frozenset()
+        return replace(value, storages=storages, items=items, graph=frozenset(), cell=fresh_id() if value.cell is not None else None)
+    if isinstance(value, DictVal):
+        return DictVal(tuple((key, _fresh(item)) for key, item in value.entries), _fresh(value.rest) if value.rest is not None else None, fresh_id() if value.cell is not None else None)
+    if isinstance(value, Choice):
+        return Choice(tuple((condition, _fresh(option)) for condition, option in value.options))
+    return value
+
+
+def _abstract(value: Value) -> object:
+    """What of an argument a run depends on: tensors by what autograd knows of them, not storage."""
+    if isinstance(value, Val):
+        items = tuple(_abstract(item) for item in value.items) if value.items is not None else None
+        if value.is_tensor:
+            return ("T", value.grad, value.hidden, value.multi_view, value.hooked, value.inference, value.dtype, value.fresh_buffer, value.strided, value.opaque, items)
+        return ("L", items, value.cell is not None)
+    if isinstance(value, DictVal):
+        return ("D", tuple((key, _abstract(item)) for key, item in value.entries), _abstract(value.rest) if value.rest is not None else None)
+    if isinstance(value, Choice):
+        return ("X", tuple((condition, _abstract(option)) for condition, option in value.options))
+    if isinstance(value, Const):
+        try:
+            hash(value.value)
+            return ("C", type(value.value).__name__, value.value)
+        except TypeError:
+            return ("C", repr(value.value))
+    return value
+
+
+def _abstract_all(values: dict[str, Value]) -> tuple:
+    return tuple((name, _abstract(value)) for name, value in values.items())
+
+
+def _builds_inplace(value: Value | None) -> bool:
+    if value is None:
+        return False
+    for option in ([collapse(value)] if not isinstance(value, Choice) else [o for _, o in value.options]):
+        if isinstance(option, Module) and (option.writes is not None or any(_builds_inplace(item) for item in option.items or ())):
+            return True
+        if isinstance(option, Val) and option.items is not None and any(_builds_inplace(item) for item in option.items):
+            return True
+    return False
+
+
+def _is_static(node: cst.FunctionDef) -> bool:
+    return any(dotted(decorator.decorator) == "staticmethod" for decorator in node.decorators)
+
+
+def _is_property(node: cst.FunctionDef) -> bool:
+    return any(dotted(decorator.decorator) in ("property", "cached_property", "functools.cached_property") for decorator in node.decorators)
+
+
+def _defaults_to_none(param: cst.Param) -> bool:
+    return isinstance(param.default, cst.Name) and param.default.value == "None"
+
+
+def _canonical(ctx: FileContext, name: str) -> str:
+    return ctx.imports.qualname(cst.Name(name)) or name

@@ -1,0 +1,91 @@
+"""Instances of project classes: what interpreting `__init__` with one set of arguments built.
+
+An instance is keyed by its class and the abstract values of the arguments of the site that
+builds it, so that `Head(256, dropout=0.5)` and `Head(256)` are different modules and one site
+that builds many (`[Block(dim) for _ in range(depth)]`) is one. Its attributes are the values
+`__init__` (and the base classes' `__init__`, and the helpers they call) bound to `self.<name>`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from .values import Grad, Module, Val, Value, reachable
+
+if TYPE_CHECKING:
+    from .classes import ClassInfo
+    from .summaries import Summary
+
+
+@dataclass(eq=False)
+class Instance:
+    """Compared by identity: two sites with the same arguments share one (it is memoised)."""
+
+    cls: "ClassInfo"
+    attrs: dict[str, Value] = field(default_factory=dict)
+    # A subclass of a torch container built with items (`super().__init__(*layers)`).
+    container: Module | None = None
+    built: "Summary | None" = None  # the run of `__init__`: its findings and the runs it reached
+    label: str = ""
+
+    def attr(self, name: str) -> Value | None:
+        return self.attrs.get(name)
+
+    @property
+    def params(self) -> frozenset[int]:
+        found: set[int] = set()
+        for value in self.attrs.values():
+            found |= parameters_of(value)
+        if self.container is not None:
+            found |= self.container.params
+        return frozenset(found)
+
+
+def parameters_of(value: Value) -> frozenset[int]:
+    """The parameter storages a value holds: a module's, or a leaf tensor's own."""
+    if isinstance(value, Module):
+        return value.params
+    if isinstance(value, Val) and value.is_tensor and value.grad is Grad.LEAF:
+        return value.storages
+    if isinstance(value, Val):
+        return frozenset().union(*(parameters_of(item) for item in value.items or ()))
+    return frozenset()
+
+
+def submodules(value: Value, seen: set[int] | None = None) -> list[Module]:
+    """A module and every module inside it, each once, as `model.modules()` yields them."""
+    seen = set() if seen is None else seen
+    if not isinstance(value, Module) or value.ident in seen:
+        return []
+    seen.add(value.ident)
+    found = [value]
+    children: list[Value] = list(value.items or ())
+    if value.instance is not None:
+        children += list(value.instance.attrs.values())
+        if value.instance.container is not None:
+            children += list(value.instance.container.items or ())
+    for child in children:
+        if isinstance(child, Val) and child.items is not None:
+            for item in child.items:
+                found += submodules(item, seen)
+        else:
+            found += submodules(child, seen)
+    return found
+
+
+def patched(value: Value, patches: dict[int, Module]) -> Value:
+    """`value` with the modules `patches` rewrote (`m.inplace = True` over `self.modules()`)."""
+    if not patches:
+        return value
+    if isinstance(value, Module):
+        value = patches.get(value.ident, value)
+        if value.items is not None:
+            items = tuple(patched(item, patches) for item in value.items)
+            if items != value.items:
+                value = replace(value, items=items)
+        return value
+    if isinstance(value, Val) and value.items is not None and not reachable(value):
+        items = tuple(patched(item, patches) for item in value.items)
+        return replace(value, items=items) if items != value.items else value
+    return value

@@ -1,0 +1,159 @@
+"""What the interpreter knows at one point of one path, and how paths merge.
+
+Besides what each name holds, a path knows which storages autograd saved for backward (and at
+which version: the saves made before a write are the ones it breaks), what it assumed to get
+here, which saves a `backward()` already consumed or kept alive, the optimizer steps taken, and
+which parts of the graph left the function other than by its return value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import count
+
+from .conditions import Assumption, Condition
+from .values import NOT_TENSOR, Choice, Val, Value, is_tensor, merge_values, reachable
+
+_record_order = count()
+
+
+def next_order() -> int:
+    """One clock for saves and optimizer steps: which came first is what TIP009 asks."""
+    return next(_record_order)
+
+
+@dataclass(frozen=True)
+class SaveRecord:
+    """An op that saved a tensor for backward: the version autograd will check.
+
+    Nodes, not positions: positions cost a pass over the whole module, paid only when a
+    finding is actually reported.
+    """
+
+    op: str  # how the user wrote the op: `*`, `torch.sigmoid`, `self.fc` (Linear)
+    what: str  # the saved operand as written, or "its result"
+    node: object = field(compare=False, hash=False)
+    certain: bool = True  # False when only tensors of unknown provenance made the op save
+    order: int = field(default_factory=next_order)
+    storages: frozenset[int] = field(default=frozenset(), compare=False, hash=False)
+    # What the path assumed when the op ran (`activate == 'mish'`): a save only the option of a
+    # configuration makes breaks a later write only under that configuration.
+    condition: Condition = field(default=frozenset(), compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where a finding is reported: the node, and the file it lives in (a callee's may differ)."""
+
+    path: str
+    node: object
+
+
+@dataclass(frozen=True)
+class PendingWrite:
+    """A hidden in-place write (an inplace activation, a callee writing its argument) whose
+    damage shows only if an alias bound before it is read afterwards."""
+
+    form: object
+    site: Site
+    action: str
+    written: str
+    condition: Condition = frozenset()
+    related: tuple = ()  # diagnostics.Related: the call that ran an in-place module built elsewhere
+    flag: object = None  # the literal `inplace=True` a fix switches off
+
+
+@dataclass(frozen=True)
+class Step:
+    """An optimizer step: the storages it rewrote (None: not known) after the saves made before it."""
+
+    site: Site
+    order: int
+    storages: frozenset[int] | None
+    condition: Condition = frozenset()
+
+
+@dataclass
+class State:
+    env: dict[str, Value] = field(default_factory=dict)
+    saves: dict[int, frozenset[SaveRecord]] = field(default_factory=dict)
+    dead: bool = False  # the path returned or raised
+    stale: dict[str, PendingWrite] = field(default_factory=dict)  # names whose value was rewritten under them
+    assumed: dict[tuple[str, str], Assumption] = field(default_factory=dict)
+    freed: frozenset[int] = frozenset()  # saves a backward() consumed
+    retained: frozenset[int] = frozenset()  # saves a backward(retain_graph=True) kept alive
+    steps: tuple[Step, ...] = ()
+    escaped: frozenset[int] = frozenset()  # graph that left other than by `return`
+    hooked: frozenset[int] = frozenset()  # idents of modules with a full backward hook
+
+    def copy(self) -> "State":
+        return State(
+            dict(self.env), dict(self.saves), self.dead, dict(self.stale), dict(self.assumed),
+            self.freed, self.retained, self.steps, self.escaped, self.hooked,
+        )  # fmt: skip
+
+    @property
+    def condition(self) -> Condition:
+        return frozenset(self.assumed.values())
+
+    def saves_of(self, val: Val) -> list[SaveRecord]:
+        found: set[SaveRecord] = set()
+        for storage in val.storages:
+            found |= self.saves.get(storage, frozenset())
+        return sorted((record for record in found if record.order not in self.freed), key=lambda record: record.order)
+
+    def add_save(self, val: Val, record: SaveRecord) -> None:
+        for storage in val.storages:
+            self.saves[storage] = self.saves.get(storage, frozenset()) | {record}
+
+    def assume(self, assumption: Assumption) -> None:
+        self.assumed[assumption.key] = assumption
+
+
+def _prune(state: State) -> State:
+    """Forget saves on storages no name can reach any more on this path.
+
+    Without this, `if c: out = bn(out)` followed by `out += identity` would blame bn's save of
+    the old `out` on the path where `out` was rebound, after the branches are merged.
+    """
+    live = frozenset().union(*(reachable(value) for value in state.env.values())) if state.env else frozenset()
+    pruned = state.copy()
+    pruned.saves = {storage: records for storage, records in state.saves.items() if storage in live}
+    return pruned
+
+
+def merge_states(states: list[State]) -> State:
+    live = [state for state in states if not state.dead]
+    if not live:
+        return State(dead=True)
+    if len(live) == 1:
+        return live[0].copy()
+    live = [_prune(state) for state in live]
+    common = {key: assumption for key, assumption in live[0].assumed.items() if all(other.assumed.get(key) == assumption for other in live[1:])}
+    own = [frozenset(a for key, a in state.assumed.items() if key not in common) for state in live]
+    merged = live[0].copy()
+    merged.assumed = common
+    when_merged = own[0]
+    for other, when_other in zip(live[1:], own[1:]):
+        for name in merged.env.keys() | other.env.keys():
+            mine, theirs = merged.env.get(name), other.env.get(name)
+            if mine is theirs:
+                continue
+            if (mine is None or theirs is None) and (when_merged or when_other) and not is_tensor(mine if theirs is None else theirs):
+                # Bound on one path only (`if act == "relu": self.act = nn.ReLU()`): the value
+                # keeps the condition of the path that bound it.
+                mine, theirs = mine if mine is not None else NOT_TENSOR, theirs if theirs is not None else NOT_TENSOR
+                merged.env[name] = Choice(((when_merged, mine), (when_other, theirs)))
+                continue
+            merged.env[name] = merge_values(mine, theirs, when_merged, when_other)
+        for storage, records in other.saves.items():
+            merged.saves[storage] = merged.saves.get(storage, frozenset()) | records
+        for name, pending in other.stale.items():
+            merged.stale.setdefault(name, pending)
+        merged.freed &= other.freed
+        merged.retained |= other.retained
+        merged.steps += tuple(step for step in other.steps if step not in merged.steps)
+        merged.escaped |= other.escaped
+        merged.hooked |= other.hooked
+        when_merged = frozenset()  # later options already carry their own conditions
+    return merged

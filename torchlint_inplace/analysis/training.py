@@ -1,0 +1,105 @@
+"""TIP009: an optimizer step between a forward and a later backward through its graph.
+
+`opt.step()` rewrites, in place, the parameters the optimizer was built with. A loss computed
+*before* the step through those parameters (its graph saved them, or what their gradient
+needs) and backpropagated *after* it raises at that backward: two losses built from one
+forward with a step between their backwards (GAN, actor-critic), a generator output computed
+once outside a loop that steps the generator. Each loss knows the saves its graph went through
+(`Val.graph`); each step knows which parameter storages it rewrote, or, for an optimizer the
+analysis cannot see, that it may rewrite any graph an earlier `backward(retain_graph=True)` kept
+alive. A loss recomputed after the step saves the new versions and is fine.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from .hazards import Hazard, step_reason
+from .imports import dotted
+from .model import Form
+from .state import SaveRecord, Site, State, Step, next_order
+from .syntax import keyword_of, literal
+from .values import Optimizer, Params, Value, collapse, graph_of
+
+if TYPE_CHECKING:
+    from .arguments import Args
+    from .protocols import Interpreter
+
+
+class TrainingLoop:
+    def __init__(self, interp: "Interpreter") -> None:
+        self.i = interp
+
+    def optimizer(self, args: "Args") -> Optimizer:
+        """`optim.Adam(net.parameters(), lr)`, param groups, `itertools.chain(...)`, lists of them."""
+        params = args.get("params", 0)
+        return Optimizer(parameter_storages(params) if params is not None else None)
+
+    def backward(self, loss: Value, call: cst.Call, state: State) -> None:
+        graph = graph_of(loss)
+        state.escaped |= graph
+        retain = next((arg for arg in call.args if keyword_of(arg) == "retain_graph"), None)
+        if graph and state.steps:
+            self.report(loss, call, graph, state)
+        if retain is not None and literal(retain.value) is not False:
+            state.retained |= graph
+        else:
+            state.freed |= graph - state.retained
+
+    def report(self, loss: Value, call: cst.Call, graph: frozenset[int], state: State) -> None:
+        records = {record.order: record for records in state.saves.values() for record in records if record.order in graph}
+        loss_text = self.i.ctx.code_of(call.func.value) if isinstance(call.func, cst.Attribute) else "the loss"
+        path, span_of = self.i.ctx.path, self.i.ctx.span_of
+        for step in state.steps:
+            earlier = [
+                record for order, record in sorted(records.items())
+                if order < step.order and order not in state.freed and self.rewrites(step, record, state)
+            ]  # fmt: skip
+            if not earlier:
+                continue
+            first = earlier[0]
+            hazard = Hazard(True, lambda first=first: step_reason(path, loss_text, span_of(first.node), span_of(call)))
+            self.i.emit(Form.OPTIMIZER_STEP, step.site, f"`{self.i.ctx.code_of(step.site.node)}` updates parameters in place", hazard, condition=step.condition)
+
+    @staticmethod
+    def rewrites(step: Step, record: SaveRecord, state: State) -> bool:
+        if step.storages is None:
+            return record.order in state.retained  # an optimizer we cannot see: only graphs kept alive
+        return bool(record.storages & step.storages)
+
+    def step(self, optimizer: Value, call: cst.Call, state: State) -> None:
+        optimizer = collapse(optimizer)
+        storages = optimizer.storages if isinstance(optimizer, Optimizer) else None
+        state.steps += (Step(Site(self.i.ctx.path, call), next_order(), storages, state.condition),)
+
+
+def parameter_storages(value: Value | None) -> frozenset[int] | None:
+    """The parameter storages a `params` argument names; None when any part is not known."""
+    from .values import DictVal, Module, Val
+
+    value = collapse(value) if value is not None else None
+    if isinstance(value, Params):
+        return value.storages
+    if isinstance(value, Module):
+        return value.params
+    if isinstance(value, Val) and value.is_tensor:
+        return value.storages
+    if isinstance(value, Val) and value.items is not None:
+        found: set[int] = set()
+        for item in value.items:
+            part = parameter_storages(item)
+            if part is None:
+                return None
+            found |= part
+        return frozenset(found)
+    if isinstance(value, DictVal):
+        return parameter_storages(value.get("params"))
+    return None
+
+
+def looks_like_optimizer(call: cst.Call) -> bool:
+    """`opt.step()`, `self.optimizer.step()`, `scaler.step(optimizer)`; not `scheduler.step()`."""
+    names = [dotted(call.func.value)] + [dotted(arg.value) for arg in call.args]  # type: ignore[attr-defined]
+    return any(name is not None and "opt" in name.rsplit(".", 1)[-1].lower() for name in names)
