@@ -33,10 +33,9 @@ from dataclasses import dataclass
 from multiprocessing import Pool
 from pathlib import Path
 
-from torchlint_inplace import config, prepass, source
+from torchlint_inplace import api, config, prepass, registry, source
 from torchlint_inplace.discovery import discover
 from torchlint_inplace.parallel import default_jobs
-from torchlint_inplace.runner import analyze_source
 
 TOOL = [sys.executable, "-m", "torchlint_inplace", "--isolated", "--exit-zero", "--quiet", "--format", "concise"]
 
@@ -119,7 +118,9 @@ def _verify_one(path: str) -> tuple[str, bool, list[str]]:
     text = source.read(Path(path)).text
     if not prepass.verdict(path, text).skippable:
         return path, False, []
-    return path, True, [f"{f.line}:{f.span.start.column + 1} {f.code} {f.message}" for f in analyze_source(path, text, preview=True, prepass=None).findings]
+    every_rule = config.Settings(root="/", select=registry.codes(), preview=True)
+    findings = api.lint_source(text, path, every_rule, prepass=False)
+    return path, True, [f"{f.line}:{f.span.start.column + 1} {f.code} {f.message}" for f in findings]
 
 
 def verify_prepass(files: list[Path], jobs: int) -> int:

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from torchlint_inplace import config, discovery, runner
+from torchlint_inplace import api, config, discovery
 from torchlint_inplace.diagnostics import NOT_CHECKED_CODE, Finding
 
 
@@ -54,7 +54,7 @@ def _settings(root: Path, preview: bool) -> config.Settings:
 
 def _findings(files: Sequence[Path], settings: config.Settings, jobs: int) -> list[Finding]:
     """Uncached, so that every run measures the analysis as it is now."""
-    return [finding for result in runner.check_files(files, settings, jobs=jobs) for finding in result.findings]
+    return [finding for result in api.lint_paths(files, settings, jobs=jobs).files for finding in result.findings]
 
 
 def _line_count(path: Path) -> int:

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 from fakes import fake_rules  # noqa: F401 - a fixture
 
-from torchlint_inplace import config, runner
+from support import check_file
+
+from torchlint_inplace import config
 from torchlint_inplace.config import ConfigError, Overrides, Selection, Settings, resolve, resolve_selection
 
 pytestmark = pytest.mark.usefixtures("fake_rules")
@@ -141,11 +143,11 @@ def test_per_file_ignores_apply_by_path_and_by_basename(tmp_path: Path) -> None:
         (tmp_path / name).parent.mkdir(exist_ok=True)
         (tmp_path / name).write_text(text)
     settings = Settings(root=str(tmp_path), select=("TIP001", "TIP003"), per_file_ignores=(("tests/*", ("TIP001", "TIP003")), ("__init__.py", ("TIP001",))))
-    codes = {name: [f.code for f in runner.check_file(tmp_path / name, settings).findings] for name in sources}
+    codes = {name: [f.code for f in check_file(tmp_path / name, settings).findings] for name in sources}
     assert codes == {"tests/t.py": [], "pkg/__init__.py": ["TIP003"], "pkg/m.py": ["TIP001", "TIP003"]}
 
 
 def test_per_file_ignores_never_hide_tip000(tmp_path: Path) -> None:
     (tmp_path / "bad.py").write_text("def f(:\n")
     settings = Settings(root=str(tmp_path), select=("TIP001",), per_file_ignores=(("*", ("TIP000", "TIP001")),))
-    assert [f.code for f in runner.check_file(tmp_path / "bad.py", settings).findings] == ["TIP000"]
+    assert [f.code for f in check_file(tmp_path / "bad.py", settings).findings] == ["TIP000"]

@@ -23,7 +23,7 @@ import jsonschema
 import pytest
 from click.testing import CliRunner, Result
 
-from torchlint_inplace import cli
+from torchlint_inplace import api, cli
 from torchlint_inplace.fixes import apply
 
 # `h` is a local nobody else reads: its fix (`h = h.mul(2)`) is safe and applied by --fix.
@@ -251,7 +251,7 @@ def test_unsearchable_paths_follow_the_exit_code_rules(tmp_path: Path, monkeypat
 
 def test_file_deleted_after_discovery_is_a_per_file_error(tmp_path: Path, hazard: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     gone = tmp_path / "gone.py"
-    monkeypatch.setattr(cli, "discover", lambda paths, settings, on_error: (gone, hazard))
+    monkeypatch.setattr(api, "discover", lambda paths, settings, on_error: (gone, hazard))
     result = lint(tmp_path)
     messages = {Path(f["filename"]).name: f["message"] for f in findings(result)}
     assert result.exit_code == 1
@@ -259,13 +259,13 @@ def test_file_deleted_after_discovery_is_a_per_file_error(tmp_path: Path, hazard
 
 
 def test_file_deleted_between_check_and_fix_is_not_recreated(hazard: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    fix_results = cli.fix_results
+    fix_files = api.fix_files
 
-    def delete_first(results, settings, unsafe):
+    def delete_first(results, relint, unsafe):
         hazard.unlink()
-        return fix_results(results, settings, unsafe)
+        return fix_files(results, relint, unsafe)
 
-    monkeypatch.setattr(cli, "fix_results", delete_first)
+    monkeypatch.setattr(api, "fix_files", delete_first)
     result = lint("--fix", hazard)
     assert result.exit_code == 1 and [f["code"] for f in findings(result)] == ["TIP001"]
     assert not hazard.exists()

@@ -73,7 +73,9 @@ def test_diff_prints_and_writes_nothing(project: Path) -> None:
     assert result.returncode == 1
     assert f"--- a/model.py\n+++ b/model.py\n" in result.stdout
     assert f"-{SAFE_LINE}+{SAFE_FIXED}" in result.stdout and "x = x + 1" not in result.stdout
-    assert "Would fix 1 error." in result.stderr
+    assert result.stderr == "Would fix 1 error (1 more with --unsafe-fixes).\n"  # x += 1's fix is unsafe
+    unsafe = lint(project, "--diff", "--unsafe-fixes", ".")
+    assert "x = x + 1" in unsafe.stdout and unsafe.stderr == "Would fix 2 errors.\n"
     assert (project / "model.py").read_text(encoding="utf-8") == MODEL
     nothing = lint(project, "--diff", "clean.py")
     assert nothing.returncode == 0 and nothing.stdout == ""
@@ -119,14 +121,17 @@ def test_a_file_whose_relint_fails_is_left_unfixed_and_the_run_goes_on(tmp_path:
     broken, fine = tmp_path / "broken.py", tmp_path / "fine.py"
     broken.write_text(MODEL)
     fine.write_text(MODEL)
-    real = fix_run.lint_text
+    real = fix_run.fix_file
 
-    def lint_text(path, text, settings, project):
-        if Path(path).name == "broken.py":
-            raise KeyError("boom")
-        return real(path, text, settings, project)
+    def fix_file(path, text, findings, relint, unsafe):
+        def failing(new_text):
+            if path.name == "broken.py":
+                raise KeyError("boom")
+            return relint(new_text)
 
-    monkeypatch.setattr(fix_run, "lint_text", lint_text)
+        return real(path, text, findings, failing, unsafe)
+
+    monkeypatch.setattr(fix_run, "fix_file", fix_file)
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(cli.main, ["--isolated", "--fix", "--format", "concise", "broken.py", "fine.py"])
     assert result.exit_code == 1, result.output

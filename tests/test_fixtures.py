@@ -27,13 +27,17 @@ from types import FrameType, ModuleType
 
 import pytest
 
-from torchlint_inplace.runner import check_source
+from support import every_rule
+
+from torchlint_inplace import registry
+from torchlint_inplace.api import lint_source
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 # fixtures/_fixed/ holds what --fix makes of them (tests/test_fixed_fixtures.py), not fixtures.
 FIXTURE_FILES = sorted(path for path in FIXTURES.rglob("*.py") if "_fixed" not in path.relative_to(FIXTURES).parts)
-RULE_CODES = frozenset(f"TIP{n:03d}" for n in range(1, 10))
-RULE_FOLDERS = sorted(f"tip{n:03d}" for n in range(1, 10))
+# Each rule of the registry has a folder of fixtures named after its code (fixtures/tip001/, ...).
+RULE_CODES = frozenset(registry.codes())
+RULE_FOLDERS = sorted(code.lower() for code in RULE_CODES)
 DRIVER_KINDS = ("raises", "safe", "silent")
 
 EXPECT_COMMENT = re.compile(r"#\s*expect:\s*(?P<codes>[^#]*)")
@@ -114,7 +118,7 @@ def _kind(driver: str) -> str:
 @pytest.mark.parametrize("path", FIXTURE_FILES, ids=_test_id)
 def test_findings_match_inline_expectations(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
-    findings = check_source(str(path), text, select=None)
+    findings = lint_source(text, path, every_rule())
     reported = Counter((f.line, f.code) for f in findings)
     expected = reported_today(text)
     messages = {(f.line, f.code): f.message for f in findings}
@@ -128,7 +132,7 @@ def test_findings_match_inline_expectations(path: Path) -> None:
 
 @pytest.mark.parametrize("path", FIXTURE_FILES, ids=_test_id)
 def test_hazard_messages_name_a_reason(path: Path) -> None:
-    findings = check_source(str(path), path.read_text(encoding="utf-8"), select=None)
+    findings = lint_source(path.read_text(encoding="utf-8"), path, every_rule())
     vague = [f"line {f.line} {f.code}: {f.message}" for f in findings if f.code in RULE_CODES and "line" not in f.message]
     assert not vague, "findings that do not name the saving op's or other reader's line:\n" + "\n".join(vague)
 

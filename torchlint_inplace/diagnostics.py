@@ -87,6 +87,17 @@ class Finding:
         return (self.path, self.span.start.line, self.span.start.column, self.code)
 
 
+@dataclass(frozen=True)
+class RunWarning:
+    """Something about the run the user should hear that is no finding: a fix dropped, a file
+    that could not be written, a walk that found nothing. Library code returns these; the
+    command prints them (`warning: path:line: message`) on stderr."""
+
+    message: str
+    path: str | None = None
+    line: int | None = None
+
+
 # A file that could not be analysed is reported as a finding under this code, so that every
 # reporter, exit code and summary treats it like any other problem; it cannot be deselected.
 NOT_CHECKED_CODE = "TIP000"

@@ -33,7 +33,7 @@ from ..analysis.hazards import RAISES_NOW_LEAF
 from ..analysis.model import FileAnalysis, Form, Mutation
 from ..analysis.torch_facts import torch_facts
 from ..diagnostics import Applicability, Edit, Fix, Span
-from .syntax import SourceIndex, descendants, index_of, rebindable, written_expression
+from .source_index import SourceIndex, descendants, index_of, rebindable, written_expression
 
 _SAFE, _UNSAFE = Applicability.SAFE, Applicability.UNSAFE
 

@@ -7,7 +7,7 @@ import unicodedata
 from typing import NamedTuple
 
 from ..diagnostics import Span
-from .report import Report
+from .base import Report
 from .style import BLUE, BOLD, Palette
 
 CONTEXT_LINES = 2

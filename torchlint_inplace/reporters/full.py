@@ -7,7 +7,7 @@ from typing import TextIO
 
 from ..diagnostics import Applicability, Finding, Fix
 from .frame import Row, format_rows, frame_rows
-from .report import Report
+from .base import Report
 from .style import BOLD, CYAN, Palette, severity_colour
 from .text import header, location, summary
 

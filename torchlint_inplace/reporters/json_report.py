@@ -11,7 +11,7 @@ from typing import TextIO
 
 from .. import __version__
 from ..diagnostics import Finding, Fix, Position, Span
-from .report import Report
+from .base import Report
 
 SCHEMA_VERSION = 1
 

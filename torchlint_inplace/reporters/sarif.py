@@ -19,7 +19,7 @@ from urllib.parse import quote
 from .. import __version__, registry
 from ..diagnostics import NOT_CHECKED_CODE, NOT_CHECKED_NAME, Finding, Severity, Span
 from ..rule import Rule
-from .report import Report
+from .base import Report
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 INFORMATION_URI = "https://pypi.org/project/torchlint-inplace/"
