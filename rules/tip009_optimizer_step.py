@@ -26,3 +26,5 @@ loss_g.backward()
 opt_d.step()            # step after every backward through the shared graph
 """
     fix_doc = "No automatic fix: reorder the steps after the last backward, or recompute the forward after stepping."
+    fix_brief = "none: where an optimizer step belongs is a modelling decision"
+    brief = "`optimizer.step()` between a forward and a later `backward()` on the same graph"

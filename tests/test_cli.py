@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 from fakes import fake_rules  # noqa: F401 - a fixture
 
-from torchlint_inplace import __version__, analysis, api
+from torchlint_inplace import __version__, analysis, api, config
 from torchlint_inplace.cli import main
 
 pytestmark = pytest.mark.usefixtures("fake_rules")
@@ -386,3 +386,43 @@ def test_color_never_reaches_an_output_file_unless_always(project: Path, monkeyp
     run("--color", "never", "-o", "plain.txt", "pkg")
     run("--color", "always", "-o", "painted.txt", "pkg")
     assert "\x1b[" not in (project / "plain.txt").read_text() and "\x1b[" in (project / "painted.txt").read_text()
+
+
+def test_a_subprojects_configuration_applies_when_run_from_its_parent(project: Path) -> None:
+    """`torchlint-inplace proj` from the parent honours proj/pyproject.toml (its selection and
+    its excludes, relative to it), and a file outside keeps the defaults."""
+    (project / "proj" / "gen").mkdir(parents=True)
+    (project / "proj" / "pyproject.toml").write_text("[tool.torchlint-inplace]\nselect = ['TIP003']\nextend-exclude = ['gen/*.py']\n")
+    (project / "proj" / "m.py").write_text("mutate(1)\nother(1)\n")
+    (project / "proj" / "gen" / "made.py").write_text("other(2)\n")
+    (project / "loose.py").write_text("mutate(1)\nother(1)\n")
+    result = run("--format", "json", "proj", "loose.py")
+    assert codes_and_lines(result) == [("loose.py", 1, "TIP001"), ("loose.py", 2, "TIP003"), ("proj/m.py", 2, "TIP003")]
+
+
+def test_show_files_lists_what_would_be_checked(project: Path) -> None:
+    (project / "pkg" / "notes.txt").write_text("")
+    result = run("--show-files", "pkg", "--extend-exclude", "clean.py")
+    assert result.exit_code == 0 and result.stdout == "pkg/model.py\n"
+
+
+def test_show_settings_prints_the_settings_of_one_file_and_their_origin(project: Path) -> None:
+    (project / "proj").mkdir()
+    (project / "proj" / "pyproject.toml").write_text("[tool.torchlint-inplace]\nselect = ['TIP003']\n[tool.torchlint-inplace.per-file-ignores]\n'x.py' = ['TIP003']\n")
+    shown = run("--show-settings", "proj/new.py")  # the file need not exist
+    assert shown.exit_code == 0
+    assert shown.stdout.splitlines() == [
+        "# Settings for proj/new.py",
+        f"# from {project / 'proj' / 'pyproject.toml'}",
+        f'root = "{project / "proj"}"',
+        'select = ["TIP003"]',
+        "preview = false",
+        f"exclude = {json.dumps(list(config.DEFAULT_EXCLUDE))}",
+        "extend-exclude = []",
+        'per-file-ignores = {"x.py" = ["TIP003"]}',
+    ]
+    overridden = run("--show-settings", "--extend-select", "TIP001", "proj/new.py").stdout.splitlines()
+    assert overridden[1].endswith(", with the command line's options on top") and overridden[3] == 'select = ["TIP001", "TIP003"]'
+    assert run("--show-settings", "--isolated", "proj").stdout.splitlines()[1] == "# from the defaults (--isolated)"
+    assert run("--show-settings", "pkg/model.py").stdout.splitlines()[1].startswith("# from the defaults (no pyproject.toml")
+    assert run("--show-settings", "a.py", "b.py").exit_code == 2

@@ -151,3 +151,36 @@ def test_per_file_ignores_never_hide_tip000(tmp_path: Path) -> None:
     (tmp_path / "bad.py").write_text("def f(:\n")
     settings = Settings(root=str(tmp_path), select=("TIP001",), per_file_ignores=(("*", ("TIP000", "TIP001")),))
     assert [f.code for f in check_file(tmp_path / "bad.py", settings).findings] == ["TIP000"]
+
+
+def test_each_file_gets_the_nearest_configuration_above_it(tmp_path: Path) -> None:
+    write_pyproject(tmp_path, "select = ['TIP003']")
+    (tmp_path / "sub").mkdir()
+    write_pyproject(tmp_path / "sub", "select = ['TIP001']")
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "pyproject.toml").write_text("[project]\nname = 'x'\n")  # no table: the walk goes on up
+    resolver = config.Resolver(Overrides(), cwd=tmp_path / "elsewhere")
+    assert resolver.for_path(tmp_path / "top.py").select == ("TIP003",)
+    assert resolver.for_path(tmp_path / "sub" / "deep" / "m.py").select == ("TIP001",)
+    assert resolver.for_path(tmp_path / "sub" / "m.py").root == str(tmp_path / "sub")
+    assert resolver.for_path(tmp_path / "plain" / "m.py").config_path == str(tmp_path / "pyproject.toml")
+
+
+def test_config_and_isolated_apply_to_every_file(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    write_pyproject(tmp_path / "sub", "select = ['TIP001']")
+    named = tmp_path / "lint.toml"
+    named.write_text("select = ['TIP009']\n")
+    by_config = config.Resolver(Overrides(config=named), cwd=tmp_path)
+    isolated = config.Resolver(Overrides(isolated=True), cwd=tmp_path)
+    assert by_config.for_path(tmp_path / "sub" / "m.py").select == ("TIP009",)
+    assert isolated.for_path(tmp_path / "sub" / "m.py") == Settings(root=str(tmp_path), select=("TIP001", "TIP003"))
+
+
+def test_a_broken_configuration_of_a_subproject_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    write_pyproject(tmp_path / "sub", "selct = ['TIP001']")
+    resolver = config.Resolver(Overrides(), cwd=tmp_path)
+    assert resolver.for_path(tmp_path / "m.py").select == ("TIP001", "TIP003")
+    with pytest.raises(ConfigError, match="unknown key 'selct'"):
+        resolver.for_path(tmp_path / "sub" / "m.py")

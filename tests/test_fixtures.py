@@ -46,8 +46,10 @@ SAFE_COMMENT = re.compile(r"#\s*safe:")
 # the analysis does not report yet carries `# expect: TIP002  # known-miss: why`, a safe line it
 # wrongly reports carries `# safe: ...  # known-false-positive: TIP009 why`. The static check
 # holds the analysis to exactly that, so fixing a gap makes the test ask for the marker to go.
-KNOWN_MISS_COMMENT = re.compile(r"#\s*known-miss:")
-KNOWN_FALSE_POSITIVE_COMMENT = re.compile(r"#\s*known-false-positive:\s*(?P<code>TIP\d{3})")
+# Each rule's documentation lists them as its known problems (`known_problems` below, read by
+# scripts/gen_docs.py).
+KNOWN_MISS_COMMENT = re.compile(r"#\s*known-miss:\s*(?P<why>.*)")
+KNOWN_FALSE_POSITIVE_COMMENT = re.compile(r"#\s*known-false-positive:\s*(?P<code>TIP\d{3})\s*(?P<why>.*)")
 
 # What autograd says when an in-place write breaks it: the version-counter check at backward,
 # the checks that refuse the write on the spot (leaf, view of a leaf, multi-output view, view
@@ -93,6 +95,16 @@ def reported_today(text: str) -> Counter[tuple[int, str]]:
     for line, match in _comment_lines(text, KNOWN_FALSE_POSITIVE_COMMENT):
         expected[(line, match["code"])] += 1
     return expected
+
+
+def known_problems(text: str) -> Iterator[tuple[str, str, str]]:
+    """(code, "miss" or "false-positive", why) for each known limitation a fixture records."""
+    expected = expected_findings(text)
+    for line, match in _comment_lines(text, KNOWN_MISS_COMMENT):
+        for code in sorted({code for at, code in expected if at == line}):
+            yield code, "miss", match["why"].strip()
+    for _, match in _comment_lines(text, KNOWN_FALSE_POSITIVE_COMMENT):
+        yield match["code"], "false-positive", match["why"].strip()
 
 
 def safe_lines(text: str) -> set[int]:

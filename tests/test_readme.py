@@ -11,9 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from torchlint_inplace.diagnostics import NOT_CHECKED_CODE, NOT_CHECKED_NAME
-from torchlint_inplace.registry import all_rules
-
 REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text(encoding="utf-8")
 
@@ -58,11 +55,3 @@ def test_configuration_example_is_accepted(seed_files) -> None:
     assert result.returncode == 1, result.stderr
     assert f"configuration: {pyproject}; rules: TIP001, TIP002" in result.stderr
     assert "TIP002" in result.stdout
-
-
-def test_rule_table_lists_exactly_the_implemented_rules() -> None:
-    rows = re.findall(r"^\| (TIP\d{3}) \|\s*([\w-]*)\s*\| .* \| (implemented|planned) \|$", README, re.MULTILINE)
-    implemented = {code: name for code, name, status in rows if status == "implemented"}
-    catalogue = {rule.code: rule.name for rule in all_rules()} | {NOT_CHECKED_CODE: NOT_CHECKED_NAME}
-    assert implemented == catalogue
-    assert [code for code, _, _ in rows] == [f"TIP{number:03d}" for number in range(10)]

@@ -12,6 +12,7 @@ import json
 import textwrap
 from functools import cache
 from importlib import resources
+from typing import TypedDict
 
 from . import registry
 from .diagnostics import NOT_CHECKED_CODE, NOT_CHECKED_NAME
@@ -31,13 +32,19 @@ with the file). This finding cannot be suppressed, selected away or ignored.
 # Hazards the analysis misses and safe code it flags, per code, as the fixtures record them
 # (`# known-miss:` and `# known-false-positive:` comments); written by scripts/gen_docs.py.
 KNOWN_PROBLEMS = "known_problems.json"
-_KINDS = {"miss": "Not reported yet", "false-positive": "Reported although safe"}
+_KINDS = {"miss": "Not reported by default", "false-positive": "Reported although safe"}
+
+
+class KnownProblem(TypedDict):
+    kind: str  # "miss" or "false-positive"
+    problem: str  # why, as the fixture's comment says it
+    fixtures: list[str]  # the fixture files that show it
 
 
 @cache
-def known_problems() -> dict[str, list[dict[str, object]]]:
+def known_problems() -> dict[str, list[KnownProblem]]:
     text = resources.files("torchlint_inplace.data").joinpath(KNOWN_PROBLEMS).read_text(encoding="utf-8")
-    problems: dict[str, list[dict[str, object]]] = json.loads(text)
+    problems: dict[str, list[KnownProblem]] = json.loads(text)
     return problems
 
 
@@ -51,10 +58,7 @@ def _code(text: str) -> str:
 
 
 def _known_problems(code: str) -> str:
-    items = [
-        f"- {_KINDS[str(item['kind'])]}: {item['problem']} ({', '.join(map(str, item['fixtures']))})"  # type: ignore[arg-type]
-        for item in known_problems().get(code, [])
-    ]
+    items = [f"- {_KINDS[item['kind']]}: {item['problem']} ({', '.join(item['fixtures'])})" for item in known_problems().get(code, [])]
     return "\n## Known problems\n\n" + "\n".join(items) + "\n" if items else ""
 
 

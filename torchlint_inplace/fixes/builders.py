@@ -56,6 +56,10 @@ def _fix(description: str, edits: list[Edit | None], applicability: Applicabilit
     return Fix(description, tuple(edits), applicability)  # type: ignore[arg-type]
 
 
+# The README's fix table row for writes into a leaf, which every builder below fixes alike.
+LEAF_FIX_BRIEF = "the write wrapped in `with torch.no_grad():` (unsafe: gradients no longer see it)"
+
+
 def _leaf(build):
     """Writes into a leaf that requires grad are fixed by `torch.no_grad()`, whatever their form;
     a write through a view of another live tensor gets no rewrite (it is how that tensor changes)."""
