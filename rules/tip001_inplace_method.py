@@ -1,4 +1,5 @@
-from torchlint_inplace.analysis.model import Form
+from torchlint_inplace.analysis.model import FileAnalysis, Form, Mutation
+from torchlint_inplace.diagnostics import Fix
 from torchlint_inplace.fixes import builders
 from torchlint_inplace.rule import FormRule
 
@@ -44,5 +45,5 @@ class Gate(nn.Module):
     fix_brief = "`x.add_(y)` -> `x = x.add(y)` (the out-of-place twin, from the torch table); `zero_` -> `torch.zeros_like(x)`, `fill_(v)` -> `torch.full_like(x, v)`, others (`copy_`, `uniform_`) -> `x = x.clone().copy_(y)`; used as a value: `(x := x.add(y))`"
     brief = "trailing-underscore tensor method (`add_`, `mul_`, `clamp_`, `masked_fill_`, `copy_`, `zero_`, ...)"
 
-    def fix(self, mutation, analysis):
+    def fix(self, mutation: Mutation, analysis: FileAnalysis) -> Fix | None:
         return builders.method_call(mutation, analysis)

@@ -1,4 +1,5 @@
-from torchlint_inplace.analysis.model import Form
+from torchlint_inplace.analysis.model import FileAnalysis, Form, Mutation
+from torchlint_inplace.diagnostics import Fix
 from torchlint_inplace.fixes import builders
 from torchlint_inplace.rule import FormRule
 
@@ -52,5 +53,5 @@ class Scale(nn.Module):
     fix_brief = "`x[i] = v` -> `x = x.clone()` inserted before"
     brief = "index / slice assignment on a tensor (`x[i] = v`, `x[m] += v`)"
 
-    def fix(self, mutation, analysis):
+    def fix(self, mutation: Mutation, analysis: FileAnalysis) -> Fix | None:
         return builders.index_assignment(mutation, analysis)

@@ -1,4 +1,5 @@
-from torchlint_inplace.analysis.model import Form
+from torchlint_inplace.analysis.model import FileAnalysis, Form, Mutation
+from torchlint_inplace.diagnostics import Fix
 from torchlint_inplace.fixes import builders
 from torchlint_inplace.rule import FormRule
 
@@ -41,5 +42,5 @@ class Shift(nn.Module):
     fix_brief = "`x += y` -> `x = x + y`"
     brief = "augmented assignment on a tensor (`x += y` is in place)"
 
-    def fix(self, mutation, analysis):
+    def fix(self, mutation: Mutation, analysis: FileAnalysis) -> Fix | None:
         return builders.augmented_assignment(mutation, analysis)

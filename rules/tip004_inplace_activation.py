@@ -1,4 +1,5 @@
-from torchlint_inplace.analysis.model import Form
+from torchlint_inplace.analysis.model import FileAnalysis, Form, Mutation
+from torchlint_inplace.diagnostics import Fix
 from torchlint_inplace.fixes import builders
 from torchlint_inplace.rule import FormRule
 
@@ -49,5 +50,5 @@ class Residual(nn.Module):
     fix_brief = "`inplace=False` where `__init__` builds the module; `F.relu(x)` without the flag; `torch.relu_(x)` -> `x = torch.relu(x)` (always unsafe: later readers of `x` see it un-activated, which is usually the point)"
     brief = "`inplace=True` module or functional whose input is saved or still read elsewhere"
 
-    def fix(self, mutation, analysis):
+    def fix(self, mutation: Mutation, analysis: FileAnalysis) -> Fix | None:
         return builders.inplace_activation(mutation, analysis)

@@ -1,4 +1,5 @@
-from torchlint_inplace.analysis.model import Form
+from torchlint_inplace.analysis.model import FileAnalysis, Form, Mutation
+from torchlint_inplace.diagnostics import Fix
 from torchlint_inplace.fixes import builders
 from torchlint_inplace.rule import FormRule
 
@@ -40,5 +41,5 @@ class ClampMin(torch.autograd.Function):
     fix_brief = "`x = x.clone()` before `forward` writes its input (and its `ctx.mark_dirty(x)` removed); a `mark_dirty` of a tensor neither written nor returned is removed"
     brief = "custom `autograd.Function` mutating inputs without `ctx.mark_dirty`, or marking wrongly"
 
-    def fix(self, mutation, analysis):
+    def fix(self, mutation: Mutation, analysis: FileAnalysis) -> Fix | None:
         return builders.autograd_function(mutation, analysis)

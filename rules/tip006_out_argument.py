@@ -1,4 +1,5 @@
-from torchlint_inplace.analysis.model import Form
+from torchlint_inplace.analysis.model import FileAnalysis, Form, Mutation
+from torchlint_inplace.diagnostics import Fix
 from torchlint_inplace.fixes import builders
 from torchlint_inplace.rule import FormRule
 
@@ -47,8 +48,10 @@ class Rotary(nn.Module):
         return y
 """
     fix_doc = "Rewrites `f(..., out=t)` to `t = f(...)`. Unsafe when `t` is an attribute or has other aliases that relied on the shared buffer."
-    fix_brief = "`f(a, out=t)` -> `t = f(a)` (unsafe for attributes: whoever kept the old buffer no longer sees updates)"
+    fix_brief = (
+        "`f(a, out=t)` -> `t = f(a)` (unsafe for attributes: whoever kept the old buffer no longer sees updates)"
+    )
     brief = "`out=` writing into a needed tensor"
 
-    def fix(self, mutation, analysis):
+    def fix(self, mutation: Mutation, analysis: FileAnalysis) -> Fix | None:
         return builders.out_argument(mutation, analysis)

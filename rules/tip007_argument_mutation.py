@@ -1,4 +1,5 @@
-from torchlint_inplace.analysis.model import Form
+from torchlint_inplace.analysis.model import FileAnalysis, Form, Mutation
+from torchlint_inplace.diagnostics import Fix
 from torchlint_inplace.fixes import builders
 from torchlint_inplace.rule import FormRule
 
@@ -59,5 +60,5 @@ class Head(nn.Module):
     fix_brief = "`x = x.clone()` first in the callee (unsafe: the caller no longer sees the write)"
     brief = "a `forward` (or helper) mutating a tensor argument it does not own"
 
-    def fix(self, mutation, analysis):
+    def fix(self, mutation: Mutation, analysis: FileAnalysis) -> Fix | None:
         return builders.argument_write(mutation, analysis)

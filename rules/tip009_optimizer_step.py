@@ -6,7 +6,9 @@ class OptimizerStepBetweenBackwards(FormRule):
     code = "TIP009"
     name = "optimizer-step-before-backward"
     form = Form.OPTIMIZER_STEP
-    summary = "`optimizer.step()` between a `backward(retain_graph=True)` and a later `backward()` through the same graph."
+    summary = (
+        "`optimizer.step()` between a `backward(retain_graph=True)` and a later `backward()` through the same graph."
+    )
     why = (
         "`step()` updates parameters in place. A graph kept alive with `retain_graph=True` saved those parameters "
         "(every `Linear`/`Conv` saves its weight when its input requires grad); the next backward() through it "

@@ -61,16 +61,19 @@ TABLES = {"rule table": rule_table, "fix table": fix_table}
 
 
 def _block(name: str) -> re.Pattern[str]:
-    return re.compile(rf"(<!-- generated: {name}, by `{re.escape(COMMAND)}` from the rule registry -->\n)(?:.*?\n)?(<!-- end of {name} -->)", re.DOTALL)
+    return re.compile(
+        rf"(<!-- generated: {name}, by `{re.escape(COMMAND)}` from the rule registry -->\n)(?:.*?\n)?(<!-- end of {name} -->)",
+        re.DOTALL,
+    )
 
 
 def readme(text: str) -> str:
     """`text` (the README) with each generated table replaced by its current rendering."""
     for name, render in TABLES.items():
-        pattern = _block(name)
-        if not pattern.search(text):
-            raise SystemExit(f"README.md has no {name} markers: {pattern.pattern}")
-        text = pattern.sub(lambda match: match[1] + render() + "\n" + match[2], text)
+        match = _block(name).search(text)
+        if match is None:
+            raise SystemExit(f"README.md has no {name} markers: {_block(name).pattern}")
+        text = text[: match.end(1)] + render() + "\n" + text[match.start(2) :]
     return text
 
 
@@ -88,7 +91,9 @@ def known_problems_document() -> str:
         if where not in fixtures:
             fixtures.append(where)
     document = {
-        code: [{"kind": kind, "problem": why, "fixtures": fixtures} for (kind, why), fixtures in sorted(problems.items())]
+        code: [
+            {"kind": kind, "problem": why, "fixtures": fixtures} for (kind, why), fixtures in sorted(problems.items())
+        ]
         for code, problems in sorted(grouped.items())
     }
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

@@ -31,8 +31,24 @@ class _LineRule(Rule):
             column = line.find(self.trigger + "(")
             if column >= 0:
                 span = Span(Position(number, column), Position(number, column + len(self.trigger)))
-                fix = next((Fix("rename it", (Edit(span, "fixed"),), kind) for kind in Applicability if line.endswith(f"# fix: {kind.value}")), None)
-                yield Finding(file_analysis.path, self.code, self.name, f"`{self.trigger}` called", Severity.ERROR, span, "raises at backward", fix=fix)
+                fix = next(
+                    (
+                        Fix("rename it", (Edit(span, "fixed"),), kind)
+                        for kind in Applicability
+                        if line.endswith(f"# fix: {kind.value}")
+                    ),
+                    None,
+                )
+                yield Finding(
+                    file_analysis.path,
+                    self.code,
+                    self.name,
+                    f"`{self.trigger}` called",
+                    Severity.ERROR,
+                    span,
+                    "raises at backward",
+                    fix=fix,
+                )
 
 
 class Mutate(_LineRule):
@@ -54,5 +70,7 @@ FAKE_RULES = (Mutate, Other, Preview)
 @pytest.fixture
 def fake_rules(monkeypatch: pytest.MonkeyPatch) -> tuple[type[Rule], ...]:
     monkeypatch.setattr(registry, "all_rules", lambda: FAKE_RULES)
-    monkeypatch.setattr(analysis, "analyze", lambda module, path, project=None, preview=False: FileAnalysis(path=path, module=module))
+    monkeypatch.setattr(
+        analysis, "analyze", lambda module, path, project=None, preview=False: FileAnalysis(path=path, module=module)
+    )
     return FAKE_RULES

@@ -32,8 +32,13 @@ def finding(code: str, line: int) -> Finding:
 
 def test_a_directive_is_appended_and_merged_into_an_existing_one() -> None:
     text = "a = 1\nb = 2  # noqa: TIP003\nc = 3  # type: ignore\n"
-    annotated = add_noqa.annotate("m.py", text, [finding("TIP002", 1), finding("TIP001", 2), finding("TIP002", 3), finding("TIP001", 1)])
-    assert annotated.text == "a = 1  # noqa: TIP001, TIP002\nb = 2  # noqa: TIP001, TIP003\nc = 3  # type: ignore  # noqa: TIP002\n"
+    annotated = add_noqa.annotate(
+        "m.py", text, [finding("TIP002", 1), finding("TIP001", 2), finding("TIP002", 3), finding("TIP001", 1)]
+    )
+    assert (
+        annotated.text
+        == "a = 1  # noqa: TIP001, TIP002\nb = 2  # noqa: TIP001, TIP003\nc = 3  # type: ignore  # noqa: TIP002\n"
+    )
     assert annotated.added == 3 and annotated.warnings == ()
 
 

@@ -74,7 +74,9 @@ def test_a_settings_change_misses(tmp_path: Path, analysed: list[str]) -> None:
 
 
 @pytest.mark.parametrize(("edited", "invalidated"), [("layers.py", "model.py"), ("model.py", "layers.py")])
-def test_an_edit_invalidates_the_files_whose_findings_read_it(tmp_path: Path, analysed: list[str], edited: str, invalidated: str) -> None:
+def test_an_edit_invalidates_the_files_whose_findings_read_it(
+    tmp_path: Path, analysed: list[str], edited: str, invalidated: str
+) -> None:
     """model.py applies layers.py's summaries; layers.py's TIP007 comes from its callers in model.py."""
     package = tmp_path / "project"
     shutil.copytree(FIXTURES / "tip007" / "project", package)
@@ -151,7 +153,9 @@ def test_a_warm_run_is_answered_without_starting_workers(tmp_path: Path, monkeyp
     cold = check_files(paths, settings, jobs=2)
     sent: list[list[Path]] = []
     real = api.check_in_parallel
-    monkeypatch.setattr(api, "check_in_parallel", lambda todo, *args: sent.append([path for path, _ in todo]) or real(todo, *args))
+    monkeypatch.setattr(
+        api, "check_in_parallel", lambda todo, *args: sent.append([path for path, _ in todo]) or real(todo, *args)
+    )
     warm = check_files(paths, settings, jobs=2)
     assert sent == [] and [r.findings for r in warm] == [r.findings for r in cold]
     for path in paths[: api.PARALLEL_FROM]:
@@ -160,7 +164,9 @@ def test_a_warm_run_is_answered_without_starting_workers(tmp_path: Path, monkeyp
     assert sent == [paths[: api.PARALLEL_FROM]]
 
 
-def test_each_file_is_cached_at_its_own_projects_root_never_in_the_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_each_file_is_cached_at_its_own_projects_root_never_in_the_cwd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for name, marker in (("one", "pyproject.toml"), ("two", ".git")):
         (tmp_path / name / "src").mkdir(parents=True)
         (tmp_path / name / marker).mkdir() if marker == ".git" else (tmp_path / name / marker).write_text("")
@@ -173,7 +179,9 @@ def test_each_file_is_cached_at_its_own_projects_root_never_in_the_cwd(tmp_path:
     ]
 
 
-def test_a_file_in_no_project_is_cached_in_the_users_cache_directory(tmp_path: Path, user_cache_directory: Path, analysed: list[str]) -> None:
+def test_a_file_in_no_project_is_cached_in_the_users_cache_directory(
+    tmp_path: Path, user_cache_directory: Path, analysed: list[str]
+) -> None:
     (tmp_path / "loose.py").write_text(BAD)
     settings = config.resolve(config.Overrides(isolated=True), cwd=tmp_path)
     check_files([tmp_path / "loose.py"], settings)
@@ -221,5 +229,14 @@ def test_the_key_digests_every_file_of_the_package(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(Path, "read_bytes", lambda self: read.append(self) or real(self))
     cache.code_digest.cache_clear()
     cache.code_digest(())
-    names = {path.relative_to(path.parents[1]).as_posix() if path.parent.name != "torchlint_inplace" else path.name for path in read}
-    assert {"analysis/interpreter.py", "data/torch_ops.json", "rules/tip001_inplace_method.py", "linting.py", "api.py"} <= names
+    names = {
+        path.relative_to(path.parents[1]).as_posix() if path.parent.name != "torchlint_inplace" else path.name
+        for path in read
+    }
+    assert {
+        "analysis/interpreter.py",
+        "data/torch_ops.json",
+        "rules/tip001_inplace_method.py",
+        "linting.py",
+        "api.py",
+    } <= names

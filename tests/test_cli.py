@@ -180,16 +180,40 @@ def test_statistics_counts_per_code_with_fixability_and_a_total(project: Path) -
     assert run("--statistics", "--quiet", "pkg").stdout.splitlines()[-1] == "2\tTIP003\t[*] fake-other"
     data = json.loads(run("--statistics", "--preview", "--format", "json", "pkg").stdout)
     assert data == [
-        {"code": "TIP001", "name": "fake-mutate", "count": 2, "fixable": True, "fixable_count": 1, "unsafe_fixable_count": 0},
-        {"code": "TIP003", "name": "fake-other", "count": 2, "fixable": True, "fixable_count": 2, "unsafe_fixable_count": 0},
-        {"code": "TIP009", "name": "fake-preview", "count": 1, "fixable": False, "fixable_count": 0, "unsafe_fixable_count": 1},
+        {
+            "code": "TIP001",
+            "name": "fake-mutate",
+            "count": 2,
+            "fixable": True,
+            "fixable_count": 1,
+            "unsafe_fixable_count": 0,
+        },
+        {
+            "code": "TIP003",
+            "name": "fake-other",
+            "count": 2,
+            "fixable": True,
+            "fixable_count": 2,
+            "unsafe_fixable_count": 0,
+        },
+        {
+            "code": "TIP009",
+            "name": "fake-preview",
+            "count": 1,
+            "fixable": False,
+            "fixable_count": 0,
+            "unsafe_fixable_count": 1,
+        },
     ]
 
 
 @pytest.mark.parametrize(
     ("lines", "summary"),
     [
-        ("mutate(1)  # fix: safe\nmutate(2)  # fix: unsafe\nmutate(3)\n", "Found 3 errors. [*] 1 fixable with --fix (1 more with --unsafe-fixes)."),
+        (
+            "mutate(1)  # fix: safe\nmutate(2)  # fix: unsafe\nmutate(3)\n",
+            "Found 3 errors. [*] 1 fixable with --fix (1 more with --unsafe-fixes).",
+        ),
         ("mutate(1)  # fix: safe\nmutate(2)\n", "Found 2 errors. [*] 1 fixable with --fix."),
         ("mutate(1)  # fix: unsafe\n", "Found 1 error. 1 fixable with --unsafe-fixes."),
         ("mutate(1)\n", "Found 1 error."),
@@ -203,7 +227,10 @@ def test_summary_says_what_fixes_can_do(project: Path, lines: str, summary: str)
 
 def test_quiet_prints_findings_without_summary(project: Path) -> None:
     quiet = run("--quiet", "--format", "concise", "pkg")
-    assert quiet.stdout.splitlines() == ["pkg/model.py:2:1: TIP001 `mutate` called", "pkg/model.py:3:1: TIP003 `other` called"]
+    assert quiet.stdout.splitlines() == [
+        "pkg/model.py:2:1: TIP001 `mutate` called",
+        "pkg/model.py:3:1: TIP003 `other` called",
+    ]
     full = run("-q", "pkg")
     assert "TIP003" in full.stdout and "Found" not in full.stdout
     assert run("-q", "pkg/clean.py").stdout == ""
@@ -215,7 +242,9 @@ def test_missing_path_is_reported_like_ruffs_io_error(project: Path) -> None:
     assert result.stdout.splitlines()[0] == "nope.py:1:1: TIP000 no such file or directory"
 
 
-def test_crash_in_one_file_is_a_finding_and_other_files_are_checked(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_crash_in_one_file_is_a_finding_and_other_files_are_checked(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     real = analysis.analyze
 
     def explode(module, path, project=None, preview=False):
@@ -234,7 +263,7 @@ def test_crash_in_one_file_is_a_finding_and_other_files_are_checked(project: Pat
 
 
 def test_internal_error_outside_files_exits_2_without_traceback(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(paths, settings, **options):
+    def broken(*args, **options):
         raise RuntimeError("disk on fire")
 
     monkeypatch.setattr(api, "lint_paths", broken)
@@ -292,11 +321,13 @@ def test_python_dash_m_runs_the_same_command(tmp_path: Path) -> None:
     (tmp_path / "broken.py").write_text("def f(:\n")
     result = subprocess.run(
         [sys.executable, "-m", "torchlint_inplace", "--format", "concise", "--isolated", "broken.py"],
-        cwd=tmp_path, capture_output=True, text=True, check=False,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert result.returncode == 1
     assert result.stdout.startswith("broken.py:1:7: TIP000 syntax error: invalid syntax")
-
 
 
 def test_a_reader_that_stops_early_is_not_an_error() -> None:
@@ -371,7 +402,9 @@ def test_top_level_help_says_check_is_the_default_with_examples() -> None:
         ((), {"FORCE_COLOR": ""}, False),  # set but empty means unset
     ],
 )
-def test_color_option_and_environment(project: Path, monkeypatch: pytest.MonkeyPatch, args, environment, coloured: bool) -> None:
+def test_color_option_and_environment(
+    project: Path, monkeypatch: pytest.MonkeyPatch, args, environment, coloured: bool
+) -> None:
     for name in ("NO_COLOR", "FORCE_COLOR"):
         monkeypatch.delenv(name, raising=False)
     for name, value in environment.items():
@@ -392,7 +425,9 @@ def test_a_subprojects_configuration_applies_when_run_from_its_parent(project: P
     """`torchlint-inplace proj` from the parent honours proj/pyproject.toml (its selection and
     its excludes, relative to it), and a file outside keeps the defaults."""
     (project / "proj" / "gen").mkdir(parents=True)
-    (project / "proj" / "pyproject.toml").write_text("[tool.torchlint-inplace]\nselect = ['TIP003']\nextend-exclude = ['gen/*.py']\n")
+    (project / "proj" / "pyproject.toml").write_text(
+        "[tool.torchlint-inplace]\nselect = ['TIP003']\nextend-exclude = ['gen/*.py']\n"
+    )
     (project / "proj" / "m.py").write_text("mutate(1)\nother(1)\n")
     (project / "proj" / "gen" / "made.py").write_text("other(2)\n")
     (project / "loose.py").write_text("mutate(1)\nother(1)\n")
@@ -408,7 +443,9 @@ def test_show_files_lists_what_would_be_checked(project: Path) -> None:
 
 def test_show_settings_prints_the_settings_of_one_file_and_their_origin(project: Path) -> None:
     (project / "proj").mkdir()
-    (project / "proj" / "pyproject.toml").write_text("[tool.torchlint-inplace]\nselect = ['TIP003']\n[tool.torchlint-inplace.per-file-ignores]\n'x.py' = ['TIP003']\n")
+    (project / "proj" / "pyproject.toml").write_text(
+        "[tool.torchlint-inplace]\nselect = ['TIP003']\n[tool.torchlint-inplace.per-file-ignores]\n'x.py' = ['TIP003']\n"
+    )
     shown = run("--show-settings", "proj/new.py")  # the file need not exist
     assert shown.exit_code == 0
     assert shown.stdout.splitlines() == [
@@ -422,7 +459,14 @@ def test_show_settings_prints_the_settings_of_one_file_and_their_origin(project:
         'per-file-ignores = {"x.py" = ["TIP003"]}',
     ]
     overridden = run("--show-settings", "--extend-select", "TIP001", "proj/new.py").stdout.splitlines()
-    assert overridden[1].endswith(", with the command line's options on top") and overridden[3] == 'select = ["TIP001", "TIP003"]'
+    assert (
+        overridden[1].endswith(", with the command line's options on top")
+        and overridden[3] == 'select = ["TIP001", "TIP003"]'
+    )
     assert run("--show-settings", "--isolated", "proj").stdout.splitlines()[1] == "# from the defaults (--isolated)"
-    assert run("--show-settings", "pkg/model.py").stdout.splitlines()[1].startswith("# from the defaults (no pyproject.toml")
+    assert (
+        run("--show-settings", "pkg/model.py")
+        .stdout.splitlines()[1]
+        .startswith("# from the defaults (no pyproject.toml")
+    )
     assert run("--show-settings", "a.py", "b.py").exit_code == 2

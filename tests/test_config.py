@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from fakes import fake_rules  # noqa: F401 - a fixture
-
 from support import check_file
 
 from torchlint_inplace import config
@@ -73,7 +72,9 @@ def test_isolated_ignores_the_config_file(tmp_path: Path) -> None:
 
 def test_command_line_overrides_the_file(tmp_path: Path) -> None:
     write_pyproject(tmp_path, "select = ['TIP003']\npreview = true\nexclude = ['a']\nextend-exclude = ['b']")
-    overrides = Overrides(selection=Selection(extend_select=("TIP001",)), preview=False, exclude=("c",), extend_exclude=("d",))
+    overrides = Overrides(
+        selection=Selection(extend_select=("TIP001",)), preview=False, exclude=("c",), extend_exclude=("d",)
+    )
     settings = resolve(overrides, cwd=tmp_path)
     assert settings.select == ("TIP001", "TIP003")
     assert settings.preview is False
@@ -103,7 +104,10 @@ def test_file_keys_are_read(tmp_path: Path) -> None:
         ("select = 'TIP001'", "'select' must be a list of strings in {path}"),
         ("preview = 'yes'", "'preview' must be true or false in {path}"),
         ("per-file-ignores = ['x']", "'per-file-ignores' must be a table of glob = [codes] in {path}"),
-        ("per-file-ignores = {'x.py' = ['TIP7']}", "unknown rule code or prefix 'TIP7' in 'x.py' of 'per-file-ignores' of {path}"),
+        (
+            "per-file-ignores = {'x.py' = ['TIP7']}",
+            "unknown rule code or prefix 'TIP7' in 'x.py' of 'per-file-ignores' of {path}",
+        ),
         ("select = [", "invalid TOML in {path}: "),
     ],
 )
@@ -138,11 +142,19 @@ def test_split_codes_accepts_commas_and_repeats() -> None:
 
 def test_per_file_ignores_apply_by_path_and_by_basename(tmp_path: Path) -> None:
     (tmp_path / "tests").mkdir()
-    sources = {"tests/t.py": "mutate(1)\nother(1)\n", "pkg/__init__.py": "mutate(1)\nother(1)\n", "pkg/m.py": "mutate(1)\nother(1)\n"}
+    sources = {
+        "tests/t.py": "mutate(1)\nother(1)\n",
+        "pkg/__init__.py": "mutate(1)\nother(1)\n",
+        "pkg/m.py": "mutate(1)\nother(1)\n",
+    }
     for name, text in sources.items():
         (tmp_path / name).parent.mkdir(exist_ok=True)
         (tmp_path / name).write_text(text)
-    settings = Settings(root=str(tmp_path), select=("TIP001", "TIP003"), per_file_ignores=(("tests/*", ("TIP001", "TIP003")), ("__init__.py", ("TIP001",))))
+    settings = Settings(
+        root=str(tmp_path),
+        select=("TIP001", "TIP003"),
+        per_file_ignores=(("tests/*", ("TIP001", "TIP003")), ("__init__.py", ("TIP001",))),
+    )
     codes = {name: [f.code for f in check_file(tmp_path / name, settings).findings] for name in sources}
     assert codes == {"tests/t.py": [], "pkg/__init__.py": ["TIP003"], "pkg/m.py": ["TIP001", "TIP003"]}
 

@@ -7,8 +7,8 @@ from fakes import fake_rules  # noqa: F401 - a fixture
 from support import every_rule
 
 from torchlint_inplace import noqa
-from torchlint_inplace.diagnostics import Finding, Position, Severity, Span, not_checked
 from torchlint_inplace.api import lint_source
+from torchlint_inplace.diagnostics import Finding, Position, Severity, Span, not_checked
 
 
 def finding(code: str, line: int) -> Finding:
@@ -22,9 +22,22 @@ def kept(text: str, *findings: Finding) -> list[tuple[str, int]]:
 
 @pytest.mark.parametrize(
     "comment",
-    ["# noqa", "#noqa", "# NOQA", "# NoQa", "#  noqa  ", "# noqa: TIP001", "# noqa:TIP001", "# noqa:   TIP001",
-     "# noqa: TIP003, TIP001", "# noqa: TIP003,TIP001", "# noqa: TIP003 TIP001", "# noqa: tip001", "# type: ignore  # noqa: TIP001",
-     "# noqa: TIP001 because the tensor is a copy"],
+    [
+        "# noqa",
+        "#noqa",
+        "# NOQA",
+        "# NoQa",
+        "#  noqa  ",
+        "# noqa: TIP001",
+        "# noqa:TIP001",
+        "# noqa:   TIP001",
+        "# noqa: TIP003, TIP001",
+        "# noqa: TIP003,TIP001",
+        "# noqa: TIP003 TIP001",
+        "# noqa: tip001",
+        "# type: ignore  # noqa: TIP001",
+        "# noqa: TIP001 because the tensor is a copy",
+    ],
 )
 def test_directives_that_suppress_tip001(comment: str) -> None:
     assert kept(f"x.add_(1)  {comment}\n", finding("TIP001", 1)) == []

@@ -9,10 +9,10 @@ import pytest
 from click.testing import CliRunner
 
 from torchlint_inplace import config
-from torchlint_inplace.cli import main
-from torchlint_inplace.discovery import discover
 from torchlint_inplace.analysis import project
 from torchlint_inplace.api import PARALLEL_FROM, lint_paths
+from torchlint_inplace.cli import main
+from torchlint_inplace.discovery import discover
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -41,7 +41,9 @@ def test_parallel_results_equal_serial_results(corpus: Path) -> None:
 @pytest.mark.slow  # lints a corpus several times
 def test_cli_output_is_identical_for_any_jobs(corpus: Path) -> None:
     outputs = {
-        jobs: CliRunner().invoke(main, ["--isolated", "--no-cache", "--format", "json", "--jobs", str(jobs), str(corpus)]).stdout
+        jobs: CliRunner()
+        .invoke(main, ["--isolated", "--no-cache", "--format", "json", "--jobs", str(jobs), str(corpus)])
+        .stdout
         for jobs in (1, 2, 4)
     }
     assert outputs[1].count('"code"') > 20

@@ -40,7 +40,10 @@ def test_rules_are_collected_sorted_by_code(tmp_path: Path) -> None:
 
 def test_a_duplicate_rule_code_is_an_error(tmp_path: Path) -> None:
     package = _package(tmp_path, "catalogue_twice", {"a": ("First", "TIP001"), "b": ("Again", "TIP001")})
-    with pytest.raises(registry.DuplicateRuleCode, match=re.escape("rule code TIP001 is used by both catalogue_twice.a.First and catalogue_twice.b.Again")):
+    with pytest.raises(
+        registry.DuplicateRuleCode,
+        match=re.escape("rule code TIP001 is used by both catalogue_twice.a.First and catalogue_twice.b.Again"),
+    ):
         registry.collect(package)
 
 

@@ -10,8 +10,8 @@ from fakes import fake_rules  # noqa: F401 - a fixture
 from support import check_file
 
 from torchlint_inplace import source
-from torchlint_inplace.config import Settings
 from torchlint_inplace.api import lint_paths
+from torchlint_inplace.config import Settings
 
 pytestmark = pytest.mark.usefixtures("fake_rules")  # the engine under test, not the analysis
 

@@ -36,7 +36,9 @@ def _many_files(root: Path, count: int, text: str) -> Path:
     return root
 
 
-def _stderr_on_a_terminal(args: list[str], cwd: Path, environment: dict[str, str] | None = None) -> tuple[int, str, str]:
+def _stderr_on_a_terminal(
+    args: list[str], cwd: Path, environment: dict[str, str] | None = None
+) -> tuple[int, str, str]:
     """Runs the command with stderr on a pseudo-terminal; its exit status, stdout and stderr."""
     controller, terminal = pty.openpty()
     env = _environment() if environment is None else environment
@@ -67,7 +69,10 @@ def large_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_large_run_on_a_terminal_shows_progress_and_clears_it(large_run: Path) -> None:
     status, stdout, stderr = _stderr_on_a_terminal(["--jobs", "1", str(large_run)], large_run.parent)
     assert status == 0 and stdout == "All checks passed!\n"
-    assert f"\rChecking files: 1/{PROGRESS_FROM + 1}" in stderr and f"\rChecking files: {PROGRESS_FROM + 1}/{PROGRESS_FROM + 1}" in stderr
+    assert (
+        f"\rChecking files: 1/{PROGRESS_FROM + 1}" in stderr
+        and f"\rChecking files: {PROGRESS_FROM + 1}/{PROGRESS_FROM + 1}" in stderr
+    )
     assert stderr.endswith("\r\x1b[K")  # the line is wiped before the report
 
 
@@ -77,9 +82,13 @@ def test_no_progress_for_machine_formats_or_quiet_runs(large_run: Path, args: li
 
 
 def test_no_progress_in_a_pipe_or_under_ci(large_run: Path) -> None:
-    piped = subprocess.run([*COMMAND, "--jobs", "1", str(large_run)], capture_output=True, text=True, env=_environment(), timeout=120)
+    piped = subprocess.run(
+        [*COMMAND, "--jobs", "1", str(large_run)], capture_output=True, text=True, env=_environment(), timeout=120
+    )
     assert piped.returncode == 0 and piped.stderr == ""
-    under_ci = _stderr_on_a_terminal(["--jobs", "1", str(large_run)], large_run.parent, {**_environment(), "CI": "true"})
+    under_ci = _stderr_on_a_terminal(
+        ["--jobs", "1", str(large_run)], large_run.parent, {**_environment(), "CI": "true"}
+    )
     assert under_ci == (0, "All checks passed!\n", "")
 
 
@@ -96,7 +105,12 @@ def test_ctrl_c_in_the_middle_of_a_parallel_run_exits_130_with_one_line(tmp_path
     for index in range(600):
         shutil.copy(FIXTURES / "tip001" / "saved_tensors.py", tree / f"m{index:04d}.py")
     process = subprocess.Popen(
-        [*COMMAND, "--verbose", "--jobs", "2", str(tree)], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_environment(), text=True
+        [*COMMAND, "--verbose", "--jobs", "2", str(tree)],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_environment(),
+        text=True,
     )
     assert process.stderr is not None
     first = process.stderr.readline()

@@ -77,13 +77,21 @@ def annotate(path: str, text: str, findings: Iterable[Finding]) -> Annotated:
     for number, codes in sorted(wanted.items()):
         content, ending = lines[number - 1]
         if number in inside or content.rstrip().endswith("\\"):
-            warnings.append(RunWarning("cannot add a noqa comment: the line ends inside a string or continues", path, number))
+            warnings.append(
+                RunWarning("cannot add a noqa comment: the line ends inside a string or continues", path, number)
+            )
             continue
         lines[number - 1] = (_with_codes(content, comments.get(number), codes), ending)
         added += 1
     result = "".join(content + ending for content, ending in lines)
     refused = {warning.line for warning in warnings}
     suppressions = noqa.parse(result)
-    if added and not (compiles(result, path) and all(suppressions.suppresses(f) for f in findings if f.line not in refused)):
-        return Annotated(text, 0, (RunWarning("noqa comments not added: the result would not compile or not suppress the findings", path),))
+    if added and not (
+        compiles(result, path) and all(suppressions.suppresses(f) for f in findings if f.line not in refused)
+    ):
+        return Annotated(
+            text,
+            0,
+            (RunWarning("noqa comments not added: the result would not compile or not suppress the findings", path),),
+        )
     return Annotated(result, added, tuple(warnings))

@@ -113,7 +113,9 @@ def fix_source(
     return fix_text(str(path), text, lambda new: relint(Path(path), new), unsafe)
 
 
-def _relinter(settings_for: Callable[[Path], Settings], rules: Rules, project: analysis.Project) -> Callable[[Path, str], list[Finding]]:
+def _relinter(
+    settings_for: Callable[[Path], Settings], rules: Rules, project: analysis.Project
+) -> Callable[[Path, str], list[Finding]]:
     """How fixes check each round: the file's findings for a new text (a fresh pre-pass each
     time, since the text it judges is not the file on disk)."""
     return lambda path, text: lint_text(text, str(path), settings_for(path), rules, project, PrePass()).findings
@@ -152,7 +154,9 @@ def lint_paths(
     return RunResult(tuple(results), tuple(unsearchable), tuple(fixes), tuple(warnings))
 
 
-def _check(tasks: Sequence[tuple[Path, Settings]], rules: Rules, jobs: int, use_cache: bool, progress: Progress | None) -> list[FileResult]:
+def _check(
+    tasks: Sequence[tuple[Path, Settings]], rules: Rules, jobs: int, use_cache: bool, progress: Progress | None
+) -> list[FileResult]:
     """Every file's result, in the order given. Before starting workers, cached results are
     answered here, so a warm run starts none."""
     checker = Checker(rules, use_cache)
@@ -166,7 +170,10 @@ def _check(tasks: Sequence[tuple[Path, Settings]], rules: Rules, jobs: int, use_
                 results[path] = done.tick(known)
     todo = [task for task in tasks if task[0] not in results]
     if len(todo) >= PARALLEL_FROM:
-        results.update((path, done.tick(result)) for (path, _), result in zip(todo, check_in_parallel(todo, rules, jobs, use_cache)))
+        results.update(
+            (path, done.tick(result))
+            for (path, _), result in zip(todo, check_in_parallel(todo, rules, jobs, use_cache), strict=True)
+        )
     else:
         results.update((path, done.tick(checker.check(path, settings))) for path, settings in todo)
     return [results[path] for path, _ in tasks]
@@ -195,7 +202,12 @@ class NoqaResult:
 
 
 def add_noqa(
-    paths: Iterable[Path | str], settings: Configuration | None = None, jobs: int = 1, cache: bool = False, *, rules: Rules | None = None
+    paths: Iterable[Path | str],
+    settings: Configuration | None = None,
+    jobs: int = 1,
+    cache: bool = False,
+    *,
+    rules: Rules | None = None,
 ) -> NoqaResult:
     """Adds `# noqa: CODE` to every line of the files under `paths` that has a finding
     (`--add-noqa`); a file changed since it was checked is left alone."""

@@ -24,6 +24,7 @@ to run code. A damaged entry is a miss. Internal errors are never cached.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import inspect
 import json
 import os
@@ -35,7 +36,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from . import __version__, layout
+from . import __version__, layout, registry
 from .config import Settings
 from .diagnostics import Applicability, Edit, Finding, Fix, Position, Related, Severity, Span
 
@@ -103,7 +104,9 @@ class ResultsCache:
             return  # a finding property JSON cannot hold: analyse this file again next time
         try:
             directory = self._prepare(path)
-            with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=directory, delete=False, suffix=".tmp") as stream:
+            with tempfile.NamedTemporaryFile(
+                "w", encoding="utf-8", dir=directory, delete=False, suffix=".tmp"
+            ) as stream:
                 stream.write(payload)
             os.replace(stream.name, self._entry_path(path, text, settings))
         except OSError:
@@ -171,8 +174,7 @@ class ResultsCache:
 
 def _package_folders() -> list[Path]:
     """The engine's folder and the rule catalogue's (apart in an editable install)."""
-    from . import rules
-
+    rules = importlib.import_module(registry.CATALOGUE)
     return [Path(__file__).resolve().parent, *(Path(folder).resolve() for folder in rules.__path__)]
 
 
@@ -221,6 +223,12 @@ def _finding_from_json(data: dict[str, Any]) -> Finding:
         consequence=data["consequence"],
         related=tuple(Related(item["path"], _span(item["span"]), item["message"]) for item in data["related"]),
         help=data["help"],
-        fix=None if fix is None else Fix(fix["description"], tuple(Edit(_span(edit["span"]), edit["content"]) for edit in fix["edits"]), Applicability(fix["applicability"])),
+        fix=None
+        if fix is None
+        else Fix(
+            fix["description"],
+            tuple(Edit(_span(edit["span"]), edit["content"]) for edit in fix["edits"]),
+            Applicability(fix["applicability"]),
+        ),
         properties=data["properties"],
     )

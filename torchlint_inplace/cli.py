@@ -16,14 +16,14 @@ import os
 import sys
 import traceback
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 import click
 
 from . import __version__, api, config, registry, ruledoc
-from .diagnostics import NOT_CHECKED_CODE, Applicability, Finding, RunWarning
+from .diagnostics import NOT_CHECKED_CODE, NOT_CHECKED_NAME, Applicability, Finding, RunWarning
 from .fixes.run import applied_summary, unified_diff
 from .parallel import default_jobs
 from .reporters import REPORTERS, Report, write_report
@@ -56,7 +56,7 @@ class Command(click.Group):
             args = ["check", *args]
         return super().parse_args(ctx, args)
 
-    def main(self, *args: Any, **kwargs: Any) -> NoReturn:  # type: ignore[override]
+    def main(self, *args: Any, **kwargs: Any) -> NoReturn:
         kwargs["standalone_mode"] = False
         try:
             status = super().main(*args, **kwargs)
@@ -105,39 +105,124 @@ def main() -> None:
     pass
 
 
-def _codes_option(name: str, help: str):  # type: ignore[no-untyped-def]
+def _codes_option(name: str, help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return click.option(name, multiple=True, metavar="CODES", help=help)
 
 
 @main.command()
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path, readable=False))  # unreadable: TIP000, not a usage error
-@_codes_option("--select", "Rule codes or prefixes to enable (comma-separated), replacing the defaults. ALL enables every rule.")
+@click.argument(
+    "paths", nargs=-1, type=click.Path(path_type=Path, readable=False)
+)  # unreadable: TIP000, not a usage error
+@_codes_option(
+    "--select", "Rule codes or prefixes to enable (comma-separated), replacing the defaults. ALL enables every rule."
+)
 @_codes_option("--extend-select", "Rule codes or prefixes to enable in addition to the selection.")
 @_codes_option("--ignore", "Rule codes or prefixes to disable.")
-@click.option("--format", "--output-format", "format_", type=click.Choice(list(REPORTERS)), default="full", show_default=True, help="Output format.")
-@click.option("--output-file", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write the report to this file instead of stdout.")
+@click.option(
+    "--format",
+    "--output-format",
+    "format_",
+    type=click.Choice(list(REPORTERS)),
+    default="full",
+    show_default=True,
+    help="Output format.",
+)
+@click.option(
+    "--output-file",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the report to this file instead of stdout.",
+)
 @click.option("--exit-zero", is_flag=True, help="Exit with 0 even when there are findings.")
-@click.option("--statistics", is_flag=True, help="Show the number of findings per rule, and how many are fixable, instead of the findings.")
-@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Use this pyproject.toml, or a .toml file with the same keys at top level, for every file.")
+@click.option(
+    "--statistics",
+    is_flag=True,
+    help="Show the number of findings per rule, and how many are fixable, instead of the findings.",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Use this pyproject.toml, or a .toml file with the same keys at top level, for every file.",
+)
 @click.option("--isolated", is_flag=True, help="Ignore all configuration files.")
-@click.option("--exclude", multiple=True, metavar="GLOBS", help="Globs to exclude from directory walks, replacing the default list (comma-separated).")
-@click.option("--extend-exclude", multiple=True, metavar="GLOBS", help="Globs to exclude in addition to the configured ones (comma-separated).")
-@click.option("--preview/--no-preview", default=None, help="Also run rules and report findings that are not enabled by default yet.")
+@click.option(
+    "--exclude",
+    multiple=True,
+    metavar="GLOBS",
+    help="Globs to exclude from directory walks, replacing the default list (comma-separated).",
+)
+@click.option(
+    "--extend-exclude",
+    multiple=True,
+    metavar="GLOBS",
+    help="Globs to exclude in addition to the configured ones (comma-separated).",
+)
+@click.option(
+    "--preview/--no-preview",
+    default=None,
+    help="Also run rules and report findings that are not enabled by default yet.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="Print only the findings, no summary.")
 @click.option("--verbose", "-v", is_flag=True, help="Show the configuration used and tracebacks of internal errors.")
-@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True, help="Colour the report: auto colours a terminal unless NO_COLOR is set (or FORCE_COLOR asks for it).")
+@click.option(
+    "--color",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="Colour the report: auto colours a terminal unless NO_COLOR is set (or FORCE_COLOR asks for it).",
+)
 @click.option("--fix", is_flag=True, help="Apply the safe fixes and report what remains.")
-@click.option("--unsafe-fixes", is_flag=True, help="With --fix or --diff, also apply the fixes that may change what other code observes.")
-@click.option("--diff", is_flag=True, help="Print the fixes as a unified diff instead of writing them; exit 1 if a file would change.")
+@click.option(
+    "--unsafe-fixes",
+    is_flag=True,
+    help="With --fix or --diff, also apply the fixes that may change what other code observes.",
+)
+@click.option(
+    "--diff",
+    is_flag=True,
+    help="Print the fixes as a unified diff instead of writing them; exit 1 if a file would change.",
+)
 @click.option("--show-fixes", is_flag=True, help="With --fix, list the fixes applied (on stderr).")
-@click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` to every line with a finding, instead of reporting them.")
-@click.option("--show-settings", is_flag=True, help="Print the settings used for the one path given, and where they come from, instead of checking.")
+@click.option(
+    "--add-noqa", is_flag=True, help="Add `# noqa: CODE` to every line with a finding, instead of reporting them."
+)
+@click.option(
+    "--show-settings",
+    is_flag=True,
+    help="Print the settings used for the one path given, and where they come from, instead of checking.",
+)
 @click.option("--show-files", is_flag=True, help="List the files that would be checked, instead of checking them.")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Check files in this many processes (default: all cores).")
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Check files in this many processes (default: all cores).",
+)
 @click.option("--no-cache", is_flag=True, help="Analyse every file afresh: neither read nor write the results cache.")
-@click.option("--confirm", is_flag=True, help="Run the code around each finding (this executes the checked project's code, in a subprocess with a timeout and a memory limit; needs torch) and mark it confirmed, benign, not reached or not run.")
-@click.option("--device", "devices", default="cpu", show_default=True, metavar="cpu,cuda|auto", callback=lambda ctx, param, value: _devices(value), help="Where --confirm runs the code; auto: cuda when available, else cpu.")
-@click.option("--confirm-timeout", type=click.FloatRange(min=1), default=60.0, show_default=True, metavar="SECONDS", help="How long --confirm lets one file run on one device.")
+@click.option(
+    "--confirm",
+    is_flag=True,
+    help="Run the code around each finding (this executes the checked project's code, in a subprocess with a timeout and a memory limit; needs torch) and mark it confirmed, benign, not reached or not run.",
+)
+@click.option(
+    "--device",
+    "devices",
+    default="cpu",
+    show_default=True,
+    metavar="cpu,cuda|auto",
+    callback=lambda ctx, param, value: _devices(value),
+    help="Where --confirm runs the code; auto: cuda when available, else cpu.",
+)
+@click.option(
+    "--confirm-timeout",
+    type=click.FloatRange(min=1),
+    default=60.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long --confirm lets one file run on one device.",
+)
 def check(
     paths: Sequence[Path],
     select: Sequence[str],
@@ -186,7 +271,7 @@ def check(
         isolated=isolated,
     )
     targets = list(paths) or [Path(".")]
-    options = {"jobs": jobs or default_jobs(), "cache": not no_cache}
+    processes, use_cache = jobs or default_jobs(), not no_cache
     findings: list[Finding] = []
     try:
         resolver = config.Resolver(overrides)
@@ -197,14 +282,16 @@ def check(
             _show_files(targets, resolver)
             sys.exit(EXIT_CLEAN)
         if add_noqa:
-            _add_noqa(api.add_noqa(targets, resolver, **options))
+            _add_noqa(api.add_noqa(targets, resolver, processes, use_cache))
             sys.exit(EXIT_CLEAN)
         if verbose:
             _show_configurations(targets, resolver)
         mode = api.FixMode.DIFF if diff else api.FixMode.WRITE if fix else api.FixMode.NONE
         progress = _progress(format_, quiet, output_file)
         try:
-            run = api.lint_paths(targets, resolver, fix=mode, unsafe_fixes=unsafe_fixes, progress=progress, **options)
+            run = api.lint_paths(
+                targets, resolver, processes, use_cache, fix=mode, unsafe_fixes=unsafe_fixes, progress=progress
+            )
         finally:
             if progress is not None:
                 progress.close()
@@ -239,7 +326,10 @@ def check(
     except Exception as error:  # a bug of ours: one line, the traceback only on request
         if verbose:
             traceback.print_exc()
-        fail(f"internal error: {type(error).__name__}: {error}" + ("" if verbose else " (run with --verbose for the traceback)"))
+        fail(
+            f"internal error: {type(error).__name__}: {error}"
+            + ("" if verbose else " (run with --verbose for the traceback)")
+        )
     sys.exit(EXIT_CLEAN if exit_zero or not findings else EXIT_FINDINGS)
 
 
@@ -248,7 +338,11 @@ def _display(path: str) -> str:
 
 
 def _warn(warning: RunWarning) -> None:
-    where = "" if warning.path is None else _display(warning.path) + ("" if warning.line is None else f":{warning.line}") + ": "
+    where = (
+        ""
+        if warning.path is None
+        else _display(warning.path) + ("" if warning.line is None else f":{warning.line}") + ": "
+    )
     click.echo(f"warning: {where}{warning.message}", err=True)
 
 
@@ -272,7 +366,9 @@ def _settings_text(path: Path, resolver: config.Resolver) -> str:
         origin = "the defaults (--isolated)"
     else:
         origin = "the defaults (no pyproject.toml with [tool.torchlint-inplace] above it)"
-    given = resolver.overrides != config.Overrides(config=resolver.overrides.config, isolated=resolver.overrides.isolated)
+    given = resolver.overrides != config.Overrides(
+        config=resolver.overrides.config, isolated=resolver.overrides.isolated
+    )
     lines = [
         f"# Settings for {_display(str(path))}",
         f"# from {origin}" + (", with the command line's options on top" if given else ""),
@@ -281,7 +377,9 @@ def _settings_text(path: Path, resolver: config.Resolver) -> str:
         f"preview = {json.dumps(settings.preview)}",
         f"exclude = {json.dumps(list(settings.exclude))}",
         f"extend-exclude = {json.dumps(list(settings.extend_exclude))}",
-        "per-file-ignores = {" + ", ".join(f"{json.dumps(glob)} = {json.dumps(list(codes))}" for glob, codes in settings.per_file_ignores) + "}",
+        "per-file-ignores = {"
+        + ", ".join(f"{json.dumps(glob)} = {json.dumps(list(codes))}" for glob, codes in settings.per_file_ignores)
+        + "}",
     ]
     lines += [f"confirm.{name} = {spec}" for name, spec in settings.confirm]
     return "\n".join(lines) + "\n"
@@ -316,13 +414,19 @@ def _show_diff(run: api.RunResult, unsafe_fixes: bool) -> NoReturn:
     changed = [fixed for fixed in run.fixes if fixed.changed]
     click.echo("".join(unified_diff(fixed, _display(str(fixed.path))) for fixed in changed), nl=False)
     count = run.fixed
-    unsafe = 0 if unsafe_fixes else sum(1 for f in run.findings if f.fix is not None and f.fix.applicability is Applicability.UNSAFE)
+    unsafe = (
+        0
+        if unsafe_fixes
+        else sum(1 for f in run.findings if f.fix is not None and f.fix.applicability is Applicability.UNSAFE)
+    )
     more = f" ({unsafe} more with --unsafe-fixes)" if unsafe else ""
     click.echo(f"Would fix {count} error{'s' if count != 1 else ''}{more}.", err=True)
     sys.exit(EXIT_FINDINGS if changed else EXIT_CLEAN)
 
 
-def _confirm(findings: list[Finding], resolver: config.Resolver, devices: tuple[str, ...], timeout: float, quiet: bool) -> list[Finding]:
+def _confirm(
+    findings: list[Finding], resolver: config.Resolver, devices: tuple[str, ...], timeout: float, quiet: bool
+) -> list[Finding]:
     """--confirm: the only path on which the checked project's code runs (see runtime/confirm.py)."""
     from .runtime.confirm import ConfirmOptions, confirmed, torch_installed
 
@@ -416,7 +520,14 @@ def _write_statistics(report: Report, format_: str, stream: TextIO, quiet: bool)
     rows = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     if format_ == "json":
         data = [
-            {"code": code, "name": names[code], "count": count, "fixable": safe[code] > 0, "fixable_count": safe[code], "unsafe_fixable_count": unsafe[code]}
+            {
+                "code": code,
+                "name": names[code],
+                "count": count,
+                "fixable": safe[code] > 0,
+                "fixable_count": safe[code],
+                "unsafe_fixable_count": unsafe[code],
+            }
             for code, count in rows
         ]
         stream.write(json.dumps(data, indent=2) + "\n")
@@ -443,7 +554,7 @@ def rule(code: str | None, show_all: bool) -> None:
         click.echo(ruledoc.render_all(), nl=False)
         return
     assert code is not None
-    if code.upper() == NOT_CHECKED_CODE or code == ruledoc.NOT_CHECKED_NAME:
+    if code.upper() == NOT_CHECKED_CODE or code == NOT_CHECKED_NAME:
         click.echo(ruledoc.NOT_CHECKED_DOC, nl=False)
     elif (rule_class := registry.find(code)) is not None:
         click.echo(ruledoc.render(rule_class), nl=False)

@@ -27,7 +27,7 @@ import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from . import registry
 from .diagnostics import NOT_CHECKED_CODE
@@ -140,7 +140,11 @@ def _matching(selector: str, preview: bool) -> set[str]:
     rules = registry.all_rules()
     if selector == "ALL":
         return {rule.code for rule in rules if preview or rule.default_enabled}
-    return {rule.code for rule in rules if rule.code == selector or (rule.code.startswith(selector) and (preview or rule.default_enabled))}
+    return {
+        rule.code
+        for rule in rules
+        if rule.code == selector or (rule.code.startswith(selector) and (preview or rule.default_enabled))
+    }
 
 
 def validate_selector(selector: str, where: str) -> None:
@@ -153,7 +157,9 @@ def resolve_selection(layers: Sequence[Selection], preview: bool) -> tuple[str, 
     enabled = {rule.code for rule in registry.all_rules() if preview or rule.default_enabled}
     for layer in layers:
         updates: dict[str, bool] = {}
-        selectors = [(s, True) for s in (*(layer.select or ()), *layer.extend_select)] + [(s, False) for s in layer.ignore]
+        selectors = [(s, True) for s in (*(layer.select or ()), *layer.extend_select)] + [
+            (s, False) for s in layer.ignore
+        ]
         # Less specific first so more specific selectors override them; on a tie ignore wins.
         for selector, enable in sorted(selectors, key=lambda item: (_specificity(item[0]), not item[1])):
             for code in _matching(selector, preview) if enable else _matching(selector, True):
@@ -175,32 +181,41 @@ def expand_codes(selectors: Iterable[str]) -> tuple[str, ...]:
 # ---------------------------------------------------------------- reading the file
 
 
-def _string_list(table: Mapping, key: str, where: str) -> tuple[str, ...]:
+def _string_list(table: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
     value = table[key]
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise ConfigError(f"{key!r} must be a list of strings in {where}")
     return tuple(value)
 
 
-def _codes(table: Mapping, key: str, where: str) -> tuple[str, ...]:
+def _codes(table: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
     codes = _string_list(table, key, where)
     for code in codes:
         validate_selector(code, f"{key!r} of {where}")
     return codes
 
 
-def _per_file_ignores(table: Mapping, where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+def _per_file_ignores(table: Mapping[str, Any], where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     value = table["per-file-ignores"]
     if not isinstance(value, dict):
         raise ConfigError(f"'per-file-ignores' must be a table of glob = [codes] in {where}")
     return tuple((glob, expand_codes(_codes(value, glob, f"'per-file-ignores' of {where}"))) for glob in sorted(value))
 
 
-KNOWN_KEYS = ("select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude", "preview", "confirm")
+KNOWN_KEYS = (
+    "select",
+    "extend-select",
+    "ignore",
+    "per-file-ignores",
+    "exclude",
+    "extend-exclude",
+    "preview",
+    "confirm",
+)
 CONFIRM_KEYS = {"args": list, "kwargs": dict, "inputs": str}
 
 
-def _confirm(table: Mapping, where: str) -> tuple[tuple[str, str], ...]:
+def _confirm(table: Mapping[str, Any], where: str) -> tuple[tuple[str, str], ...]:
     """`[tool.torchlint-inplace.confirm.ClassName]`: how --confirm builds and feeds that class."""
     value = table["confirm"]
     if not isinstance(value, dict):
@@ -222,7 +237,7 @@ def _confirm(table: Mapping, where: str) -> tuple[tuple[str, str], ...]:
     return tuple(entries)
 
 
-def parse_table(table: Mapping, path: Path) -> FileConfig:
+def parse_table(table: Mapping[str, Any], path: Path) -> FileConfig:
     where = str(path)
     for key in table:
         if key not in KNOWN_KEYS:
@@ -245,7 +260,7 @@ def parse_table(table: Mapping, path: Path) -> FileConfig:
     )
 
 
-def _read_toml(path: Path) -> dict:
+def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as file:
             return tomllib.load(file)
@@ -255,7 +270,7 @@ def _read_toml(path: Path) -> dict:
         raise ConfigError(f"cannot read {path}: {error.strerror or error}") from None
 
 
-def _tool_table(document: dict, path: Path) -> dict | None:
+def _tool_table(document: dict[str, Any], path: Path) -> dict[str, Any] | None:
     table = document.get("tool", {}).get(TABLE) if isinstance(document.get("tool"), dict) else None
     if table is not None and not isinstance(table, dict):
         raise ConfigError(f"[tool.{TABLE}] must be a table in {path}")
@@ -344,7 +359,9 @@ class Resolver:
             return self._fixed
         folder = Path(os.path.abspath(directory))
         if folder not in self._by_directory:
-            self._by_directory[folder] = _settings(self._finder.nearest(folder) or FileConfig(path=None), self.overrides, self.cwd)
+            self._by_directory[folder] = _settings(
+                self._finder.nearest(folder) or FileConfig(path=None), self.overrides, self.cwd
+            )
         return self._by_directory[folder]
 
 

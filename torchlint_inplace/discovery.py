@@ -82,14 +82,14 @@ class _Walker:
                 yield path
 
 
-def _is_dir(entry: os.DirEntry) -> bool:
+def _is_dir(entry: os.DirEntry[str]) -> bool:
     try:
         return entry.is_dir()
     except OSError:
         return False
 
 
-def _is_file(entry: os.DirEntry) -> bool:
+def _is_file(entry: os.DirEntry[str]) -> bool:
     try:
         return entry.is_file()
     except OSError:
@@ -116,7 +116,9 @@ def _dangling_target(path: Path) -> str | None:
     return None
 
 
-def discover(paths: Iterable[Path | str], configuration: Configuration, on_error: OnError = _ignore_errors) -> tuple[Path, ...]:
+def discover(
+    paths: Iterable[Path | str], configuration: Configuration, on_error: OnError = _ignore_errors
+) -> tuple[Path, ...]:
     """Absolute paths of the files to check, sorted, without duplicates; what cannot be
     searched goes to `on_error` instead."""
     walker = _Walker(configuration, on_error)

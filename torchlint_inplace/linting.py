@@ -131,7 +131,10 @@ def _ignored_codes(path: Path, settings: Settings) -> frozenset[str]:
     except ValueError:
         relative = None
     return frozenset(
-        code for pattern, codes in settings.per_file_ignores if matches_path(pattern, relative, path.name) for code in codes
+        code
+        for pattern, codes in settings.per_file_ignores
+        if matches_path(pattern, relative, path.name)
+        for code in codes
     )
 
 

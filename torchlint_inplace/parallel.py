@@ -31,7 +31,9 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-def check_in_parallel(files: Sequence[tuple[Path, Settings]], rules: Rules, jobs: int, use_cache: bool) -> Iterator[FileResult]:
+def check_in_parallel(
+    files: Sequence[tuple[Path, Settings]], rules: Rules, jobs: int, use_cache: bool
+) -> Iterator[FileResult]:
     """Each file's result, in the order given, from `jobs` worker processes."""
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
     with context.Pool(min(jobs, len(files)), initializer=_start_worker, initargs=(tuple(rules), use_cache)) as pool:

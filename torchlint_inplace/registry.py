@@ -26,7 +26,12 @@ def collect(package: ModuleType) -> tuple[type[Rule], ...]:
     for info in pkgutil.iter_modules(package.__path__):
         module = importlib.import_module(f"{package.__name__}.{info.name}")
         for value in vars(module).values():
-            if isinstance(value, type) and issubclass(value, Rule) and value is not Rule and value.__module__ == module.__name__:
+            if (
+                isinstance(value, type)
+                and issubclass(value, Rule)
+                and value is not Rule
+                and value.__module__ == module.__name__
+            ):
                 if value.code in found:
                     first = found[value.code]
                     raise DuplicateRuleCode(
@@ -36,11 +41,12 @@ def collect(package: ModuleType) -> tuple[type[Rule], ...]:
     return tuple(found[code] for code in sorted(found))
 
 
+CATALOGUE = "torchlint_inplace.rules"
+
+
 @cache
 def all_rules() -> tuple[type[Rule], ...]:
-    from . import rules
-
-    return collect(rules)
+    return collect(importlib.import_module(CATALOGUE))
 
 
 def codes() -> tuple[str, ...]:

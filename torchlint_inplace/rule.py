@@ -35,16 +35,16 @@ class Rule:
     severity: ClassVar[Severity] = Severity.ERROR
     default_enabled: ClassVar[bool] = True
 
-    def check(self, analysis: "FileAnalysis") -> Iterator[Finding]:
+    def check(self, analysis: FileAnalysis) -> Iterator[Finding]:
         raise NotImplementedError
 
 
 class FormRule(Rule):
     """A rule that reports the shared analysis' certain mutation events of one form."""
 
-    form: ClassVar["Form"]
+    form: ClassVar[Form]
 
-    def check(self, analysis: "FileAnalysis") -> Iterator[Finding]:
+    def check(self, analysis: FileAnalysis) -> Iterator[Finding]:
         for mutation in analysis.of_form(self.form):
             if mutation.certain or analysis.preview:
                 with deep_recursion():  # wording and fixing a finding walk the whole tree
@@ -62,6 +62,6 @@ class FormRule(Rule):
                     )
                 yield finding
 
-    def fix(self, mutation: "Mutation", analysis: "FileAnalysis") -> Fix | None:
+    def fix(self, mutation: Mutation, analysis: FileAnalysis) -> Fix | None:
         """The rewrite for one event (built by `torchlint_inplace.fixes.builders`); None: no fix."""
         return None

@@ -58,7 +58,10 @@ def _code(text: str) -> str:
 
 
 def _known_problems(code: str) -> str:
-    items = [f"- {_KINDS[item['kind']]}: {item['problem']} ({', '.join(item['fixtures'])})" for item in known_problems().get(code, [])]
+    items = [
+        f"- {_KINDS[item['kind']]}: {item['problem']} ({', '.join(item['fixtures'])})"
+        for item in known_problems().get(code, [])
+    ]
     return "\n## Known problems\n\n" + "\n".join(items) + "\n" if items else ""
 
 

@@ -11,6 +11,7 @@ import difflib
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from ..diagnostics import Finding, RunWarning
@@ -30,9 +31,11 @@ def fix_files(results: Sequence[FileResult], relint: Relint, unsafe: bool) -> tu
     for result in results:
         path = Path(result.path)
         try:
-            fixed = fix_file(path, result.text, result.findings, lambda text, path=path: relint(path, text), unsafe)
+            fixed = fix_file(path, result.text, result.findings, partial(relint, path), unsafe)
         except Exception as error:  # a bug of ours while relinting one file: leave it as it is
-            warnings.append(RunWarning(f"not fixed, internal error while relinting it ({type(error).__name__}: {error})", str(path)))
+            warnings.append(
+                RunWarning(f"not fixed, internal error while relinting it ({type(error).__name__}: {error})", str(path))
+            )
             continue
         if fixed is not None and (fixed.changed or fixed.result.rejected or fixed.result.ineffective):
             fixes.append(fixed)
@@ -43,7 +46,10 @@ def _dropped(fixes: Sequence[FileFix]) -> list[RunWarning]:
     return [
         RunWarning(f"fix for {finding.code} {why}; not applied", finding.path, finding.line)
         for fix in fixes
-        for findings, why in ((fix.result.rejected, "would not compile"), (fix.result.ineffective, "leaves the finding in place"))
+        for findings, why in (
+            (fix.result.rejected, "would not compile"),
+            (fix.result.ineffective, "leaves the finding in place"),
+        )
         for finding in findings
     ]
 
@@ -79,7 +85,10 @@ def after_fixes(results: Sequence[FileResult], fixes: Sequence[FileFix]) -> list
 
 def unified_diff(fix: FileFix, display: str) -> str:
     lines = difflib.unified_diff(
-        fix.source.text.splitlines(keepends=True), fix.result.text.splitlines(keepends=True), f"a/{display}", f"b/{display}"
+        fix.source.text.splitlines(keepends=True),
+        fix.result.text.splitlines(keepends=True),
+        f"a/{display}",
+        f"b/{display}",
     )
     return "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n" for line in lines)
 
@@ -90,6 +99,8 @@ def applied_summary(fixes: Sequence[FileFix], display: Display) -> str:
     out = [f"Fixed {count} error{'s' if count != 1 else ''}:"]
     for fix in fixes:
         out.append(f"- {display(str(fix.path))}:")
-        kinds = Counter((finding.code, finding.fix.description if finding.fix else "") for finding in fix.result.applied)
+        kinds = Counter(
+            (finding.code, finding.fix.description if finding.fix else "") for finding in fix.result.applied
+        )
         out += [f"    {n} × {code} ({description})" for (code, description), n in sorted(kinds.items())]
     return "\n".join(out) + "\n"

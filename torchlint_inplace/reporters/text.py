@@ -54,7 +54,10 @@ def summary(report: Report, palette: Palette) -> str:
     details = []
     if report.fixed:
         unsafe = fixable(report.findings)[1]
-        details.append(f"{report.fixed} fixed, {remaining} remaining" + (f" ({unsafe} fixable with --unsafe-fixes)" if unsafe else ""))
+        details.append(
+            f"{report.fixed} fixed, {remaining} remaining"
+            + (f" ({unsafe} fixable with --unsafe-fixes)" if unsafe else "")
+        )
     elif report.files_checked > 1:
         text += f" in {plural(len({finding.path for finding in report.findings}), 'file')}"
     if report.files_checked > 1:
