@@ -69,3 +69,9 @@ def test_configuration_example_is_accepted(seed_files) -> None:
     assert result.returncode == 1, result.stderr
     assert f"configuration: {pyproject}; rules: TIP001, TIP002" in result.stderr
     assert "TIP002" in result.stdout
+
+
+def test_usage_error_example_is_what_is_printed(tmp_path: Path) -> None:
+    result = lint("rulez", "TIP002", cwd=tmp_path)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == fenced_block("$ torchlint-inplace rulez TIP002"), "paste the new message into README.md"
