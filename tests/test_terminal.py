@@ -7,6 +7,7 @@ the point, so that `isatty` and signals behave as they do for users.
 
 from __future__ import annotations
 
+import io
 import os
 import pty
 import select
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from torchlint_inplace import cli
 from torchlint_inplace.cli import INTERRUPTED, PROGRESS_FROM
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -76,25 +78,47 @@ def test_a_large_run_on_a_terminal_shows_progress_and_clears_it(large_run: Path)
     assert stderr.endswith("\r\x1b[K")  # the line is wiped before the report
 
 
-@pytest.mark.parametrize("args", [["--format", "json"], ["--quiet"]])
-def test_no_progress_for_machine_formats_or_quiet_runs(large_run: Path, args: list[str]) -> None:
-    assert _stderr_on_a_terminal([*args, "--jobs", "1", str(large_run)], large_run.parent)[2] == ""
-
-
-def test_no_progress_in_a_pipe_or_under_ci(large_run: Path) -> None:
+def test_no_progress_for_machine_formats_or_in_a_pipe(large_run: Path) -> None:
+    assert _stderr_on_a_terminal(["--format", "json", "--jobs", "1", str(large_run)], large_run.parent)[2] == ""
     piped = subprocess.run(
         [*COMMAND, "--jobs", "1", str(large_run)], capture_output=True, text=True, env=_environment(), timeout=120
     )
     assert piped.returncode == 0 and piped.stderr == ""
-    under_ci = _stderr_on_a_terminal(
-        ["--jobs", "1", str(large_run)], large_run.parent, {**_environment(), "CI": "true"}
-    )
-    assert under_ci == (0, "All checks passed!\n", "")
 
 
-def test_a_small_run_on_a_terminal_shows_no_progress(tmp_path: Path) -> None:
-    tree = _many_files(tmp_path / "tree", 3, "x = 1\n")
-    assert _stderr_on_a_terminal([str(tree)], tmp_path)[2] == ""
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(
+    ("format", "quiet", "ci", "shown"),
+    [
+        ("full", False, "", True),
+        ("concise", False, "", True),
+        ("json", False, "", False),
+        ("full", True, "", False),
+        ("full", False, "true", False),
+    ],
+)
+def test_progress_is_for_people_only(
+    monkeypatch: pytest.MonkeyPatch, format: str, quiet: bool, ci: str, shown: bool
+) -> None:
+    monkeypatch.setattr(sys, "stderr", _Terminal())
+    monkeypatch.setenv("CI", ci)
+    assert (cli._progress(format, quiet, None) is not None) is shown
+
+
+def test_progress_waits_for_a_large_run_and_wipes_its_line() -> None:
+    stream = _Terminal()
+    small = cli._Progress(stream)
+    small(1, PROGRESS_FROM - 1)
+    small.close()
+    assert stream.getvalue() == ""
+    large = cli._Progress(stream)
+    large(1, PROGRESS_FROM)
+    large.close()
+    assert stream.getvalue() == f"\rChecking files: 1/{PROGRESS_FROM}\r\x1b[K"
 
 
 def test_ctrl_c_in_the_middle_of_a_parallel_run_exits_130_with_one_line(tmp_path: Path) -> None:
