@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from torchlint_inplace import registry
+from torchlint_inplace import api, registry
 from torchlint_inplace.config import Settings
-from torchlint_inplace.linting import Checker, FileResult
+from torchlint_inplace.linting import FileResult
 
 
 def every_rule(root: str = "/", preview: bool = False) -> Settings:
@@ -19,4 +19,5 @@ def every_rule(root: str = "/", preview: bool = False) -> Settings:
 def check_file(path: Path, settings: Settings, prepass: bool = True) -> FileResult:
     """One file checked as a run checks it (read, decoded, linted), without a cache;
     `prepass=False` analyses it fully even where the pre-pass would skip it."""
-    return Checker(registry.all_rules(), use_cache=False, prepass=prepass).check(path, settings)
+    (result,) = api.lint_paths([path], settings, prepass=prepass).files
+    return result

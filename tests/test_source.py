@@ -108,7 +108,8 @@ def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_directory_and_fifo_are_not_read(tmp_path: Path) -> None:
-    assert only_finding(tmp_path)[2] == "is a directory, not a file"
+    with pytest.raises(source.NotReadable, match="is a directory, not a file"):
+        source.read(tmp_path)  # a named directory is walked: only a race gets one here
     if hasattr(os, "mkfifo"):
         fifo = tmp_path / "pipe.py"
         os.mkfifo(fifo)

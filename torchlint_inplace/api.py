@@ -32,7 +32,7 @@ from .diagnostics import Finding, RunWarning, not_checked
 from .discovery import discover
 from .fixes.apply import FileFix, FixedText, encode, fix_text, write_atomically
 from .fixes.run import after_fixes, fix_files, write_fixes
-from .linting import Checker, FileResult, Rules, lint_text
+from .linting import Checker, FileResult, Rules, RunOptions, lint_text
 from .parallel import check_in_parallel
 from .prepass import PrePass
 
@@ -130,18 +130,20 @@ def lint_paths(
     fix: FixMode = FixMode.NONE,
     unsafe_fixes: bool = False,
     rules: Rules | None = None,
+    prepass: bool = True,
     progress: Progress | None = None,
 ) -> RunResult:
     """Checks the Python files under `paths` (and the files named), as `torchlint-inplace`
     does: `jobs` > 1 checks them in that many processes, `cache` reads and writes the results
-    cache, `fix` computes or writes the fixes (safe ones; unsafe ones too with `unsafe_fixes`)."""
+    cache, `fix` computes or writes the fixes (safe ones; unsafe ones too with `unsafe_fixes`),
+    `prepass=False` analyses every file fully, `progress` is told of each file checked."""
     configuration = Resolver() if settings is None else settings
     catalogue = _rules(rules)
     unsearchable: list[Finding] = []
     files = discover(paths, configuration, lambda path, why: unsearchable.append(not_checked(str(path), why)))
     warnings = [] if files else [RunWarning(NO_FILES)]
     tasks = [(path, configuration.for_path(path)) for path in files]
-    results = _check(tasks, catalogue, jobs, cache, progress)
+    results = _check(tasks, RunOptions(catalogue, cache, prepass), jobs, progress)
     fixes: list[FileFix] = []
     if fix is not FixMode.NONE:
         relint = _relinter(configuration.for_path, catalogue, analysis.Project())
@@ -155,16 +157,16 @@ def lint_paths(
 
 
 def _check(
-    tasks: Sequence[tuple[Path, Settings]], rules: Rules, jobs: int, use_cache: bool, progress: Progress | None
+    tasks: Sequence[tuple[Path, Settings]], options: RunOptions, jobs: int, progress: Progress | None
 ) -> list[FileResult]:
     """Every file's result, in the order given. Before starting workers, cached results are
     answered here, so a warm run starts none."""
-    checker = Checker(rules, use_cache)
+    checker = Checker(options)
     done = _Counter(len(tasks), progress)
     if jobs <= 1 or len(tasks) < PARALLEL_FROM:
         return [done.tick(checker.check(path, settings)) for path, settings in tasks]
     results: dict[Path, FileResult] = {}
-    if use_cache:
+    if options.cache:
         for path, settings in tasks:
             if (known := checker.from_cache(path, settings)) is not None:
                 results[path] = done.tick(known)
@@ -172,7 +174,7 @@ def _check(
     if len(todo) >= PARALLEL_FROM:
         results.update(
             (path, done.tick(result))
-            for (path, _), result in zip(todo, check_in_parallel(todo, rules, jobs, use_cache), strict=True)
+            for (path, _), result in zip(todo, check_in_parallel(todo, options, jobs), strict=True)
         )
     else:
         results.update((path, done.tick(checker.check(path, settings))) for path, settings in todo)

@@ -138,17 +138,27 @@ def _ignored_codes(path: Path, settings: Settings) -> frozenset[str]:
     )
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """What every checker of a run is told: the rules, whether to read and write the results
+    cache, and whether the pre-pass may skip files (False analyses every file fully)."""
+
+    rules: tuple[type[Rule], ...]
+    cache: bool = False
+    prepass: bool = True
+
+
 class Checker:
     """Checks the files of one run in this process, one after another, sharing what can be
     shared: the pre-pass's knowledge of imported files, the cache's digests, and an
     `analysis.Project` (which bounds the syntax trees it keeps by their size, so memory stays
-    flat on large trees). `prepass=False` analyses every file fully."""
+    flat on large trees)."""
 
-    def __init__(self, rules: Rules, use_cache: bool, prepass: bool = True) -> None:
+    def __init__(self, options: RunOptions) -> None:
         gc.set_threshold(*GC_THRESHOLDS)  # this process now spends its life checking files
-        self.rules = tuple(rules)
-        self.prepass = PrePass() if prepass else None
-        self.cache = ResultsCache(self.rules) if use_cache else None
+        self.rules = options.rules
+        self.prepass = PrePass() if options.prepass else None
+        self.cache = ResultsCache(self.rules) if options.cache else None
         self.project = analysis.Project()
 
     def check(self, path: Path, settings: Settings) -> FileResult:

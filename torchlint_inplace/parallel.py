@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from .config import Settings
-from .linting import Checker, FileResult, Rules
+from .linting import Checker, FileResult, RunOptions
 
 # Files per task: small enough to balance a few huge files, large enough to amortise the pipe.
 CHUNK_SIZE = 4
@@ -31,19 +31,17 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-def check_in_parallel(
-    files: Sequence[tuple[Path, Settings]], rules: Rules, jobs: int, use_cache: bool
-) -> Iterator[FileResult]:
+def check_in_parallel(files: Sequence[tuple[Path, Settings]], options: RunOptions, jobs: int) -> Iterator[FileResult]:
     """Each file's result, in the order given, from `jobs` worker processes."""
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
-    with context.Pool(min(jobs, len(files)), initializer=_start_worker, initargs=(tuple(rules), use_cache)) as pool:
+    with context.Pool(min(jobs, len(files)), initializer=_start_worker, initargs=(options,)) as pool:
         yield from pool.imap(_check, files, chunksize=CHUNK_SIZE)
 
 
-def _start_worker(rules: Rules, use_cache: bool) -> None:
+def _start_worker(options: RunOptions) -> None:
     global _checker
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _checker = Checker(rules, use_cache)
+    _checker = Checker(options)
 
 
 def _check(file: tuple[Path, Settings]) -> FileResult:
