@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from torchlint_inplace import cli
-from torchlint_inplace.cli import INTERRUPTED, PROGRESS_FROM
+from torchlint_inplace import terminal
+from torchlint_inplace.cli import INTERRUPTED
+from torchlint_inplace.terminal import PROGRESS_FROM
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 COMMAND = [sys.executable, "-m", "torchlint_inplace", "--isolated", "--no-cache"]
@@ -78,8 +79,9 @@ def test_a_large_run_on_a_terminal_shows_progress_and_clears_it(large_run: Path)
     assert stderr.endswith("\r\x1b[K")  # the line is wiped before the report
 
 
-def test_no_progress_for_machine_formats_or_in_a_pipe(large_run: Path) -> None:
-    assert _stderr_on_a_terminal(["--format", "json", "--jobs", "1", str(large_run)], large_run.parent)[2] == ""
+def test_no_progress_for_machine_formats_quiet_runs_or_in_a_pipe(large_run: Path) -> None:
+    for option in ("--format=json", "--quiet"):
+        assert _stderr_on_a_terminal([option, "--jobs", "1", str(large_run)], large_run.parent)[2] == ""
     piped = subprocess.run(
         [*COMMAND, "--jobs", "1", str(large_run)], capture_output=True, text=True, env=_environment(), timeout=120
     )
@@ -92,30 +94,24 @@ class _Terminal(io.StringIO):
 
 
 @pytest.mark.parametrize(
-    ("format", "quiet", "ci", "shown"),
-    [
-        ("full", False, "", True),
-        ("concise", False, "", True),
-        ("json", False, "", False),
-        ("full", True, "", False),
-        ("full", False, "true", False),
-    ],
+    ("human", "ci", "terminal_stream", "shown"),
+    [(True, "", True, True), (False, "", True, False), (True, "true", True, False), (True, "", False, False)],
 )
-def test_progress_is_for_people_only(
-    monkeypatch: pytest.MonkeyPatch, format: str, quiet: bool, ci: str, shown: bool
+def test_progress_is_for_people_at_a_terminal_only(
+    monkeypatch: pytest.MonkeyPatch, human: bool, ci: str, terminal_stream: bool, shown: bool
 ) -> None:
-    monkeypatch.setattr(sys, "stderr", _Terminal())
     monkeypatch.setenv("CI", ci)
-    assert (cli._progress(format, quiet, None) is not None) is shown
+    stream = _Terminal() if terminal_stream else io.StringIO()
+    assert (terminal.progress(stream, human) is not None) is shown
 
 
 def test_progress_waits_for_a_large_run_and_wipes_its_line() -> None:
     stream = _Terminal()
-    small = cli._Progress(stream)
+    small = terminal.Progress(stream)
     small(1, PROGRESS_FROM - 1)
     small.close()
     assert stream.getvalue() == ""
-    large = cli._Progress(stream)
+    large = terminal.Progress(stream)
     large(1, PROGRESS_FROM)
     large.close()
     assert stream.getvalue() == f"\rChecking files: 1/{PROGRESS_FROM}\r\x1b[K"

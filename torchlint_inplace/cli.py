@@ -15,28 +15,26 @@ import json
 import os
 import sys
 import traceback
-from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 import click
 
-from . import __version__, api, config, registry, ruledoc
-from .diagnostics import NOT_CHECKED_CODE, NOT_CHECKED_NAME, Applicability, Finding, RunWarning
+from . import __version__, api, config, registry, ruledoc, terminal
+from .diagnostics import NOT_CHECKED_CODE, NOT_CHECKED_NAME, Finding, RunWarning
 from .fixes.run import applied_summary, unified_diff
 from .parallel import default_jobs
 from .reporters import REPORTERS, Report, write_report
-from .reporters.text import fixability
+from .reporters import settings as settings_report
+from .reporters.statistics import write as write_statistics
+from .reporters.text import fixable, plural
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 # Formats whose reporter ends with the closing summary line, which --quiet leaves out; the
 # progress indicator shows only for them (machine formats are read by machines).
 SUMMARISED_FORMATS = ("full", "concise")
-
-# Runs with fewer files than this finish before a progress indicator would tell anything.
-PROGRESS_FROM = 300
 
 INTERRUPTED = "Interrupted."
 
@@ -276,7 +274,7 @@ def check(
     try:
         resolver = config.Resolver(overrides)
         if show_settings:
-            click.echo(_settings_text(targets[0], resolver), nl=False)
+            click.echo(settings_report.describe(targets[0], _display(str(targets[0])), resolver), nl=False)
             sys.exit(EXIT_CLEAN)
         if show_files:
             _show_files(targets, resolver)
@@ -287,7 +285,7 @@ def check(
         if verbose:
             _show_configurations(targets, resolver)
         mode = api.FixMode.DIFF if diff else api.FixMode.WRITE if fix else api.FixMode.NONE
-        progress = _progress(format_, quiet, output_file)
+        progress = terminal.progress(sys.stderr, format_ in SUMMARISED_FORMATS and not quiet)
         try:
             run = api.lint_paths(
                 targets, resolver, processes, use_cache, fix=mode, unsafe_fixes=unsafe_fixes, progress=progress
@@ -356,35 +354,6 @@ def _devices(value: str) -> tuple[str, ...]:
 # ----------------------------------------------------------------------------- modes other than reporting
 
 
-def _settings_text(path: Path, resolver: config.Resolver) -> str:
-    """--show-settings: the settings of `path` (a file, or a directory's files) as TOML, and
-    where they come from."""
-    settings = resolver.for_directory(path) if path.is_dir() else resolver.for_path(path)
-    if settings.config_path is not None:
-        origin = settings.config_path
-    elif resolver.overrides.isolated:
-        origin = "the defaults (--isolated)"
-    else:
-        origin = "the defaults (no pyproject.toml with [tool.torchlint-inplace] above it)"
-    given = resolver.overrides != config.Overrides(
-        config=resolver.overrides.config, isolated=resolver.overrides.isolated
-    )
-    lines = [
-        f"# Settings for {_display(str(path))}",
-        f"# from {origin}" + (", with the command line's options on top" if given else ""),
-        f"root = {json.dumps(settings.root)}",
-        f"select = {json.dumps(list(settings.select))}",
-        f"preview = {json.dumps(settings.preview)}",
-        f"exclude = {json.dumps(list(settings.exclude))}",
-        f"extend-exclude = {json.dumps(list(settings.extend_exclude))}",
-        "per-file-ignores = {"
-        + ", ".join(f"{json.dumps(glob)} = {json.dumps(list(codes))}" for glob, codes in settings.per_file_ignores)
-        + "}",
-    ]
-    lines += [f"confirm.{name} = {spec}" for name, spec in settings.confirm]
-    return "\n".join(lines) + "\n"
-
-
 def _show_files(paths: Sequence[Path], resolver: config.Resolver) -> None:
     from .discovery import discover
 
@@ -413,14 +382,9 @@ def _show_diff(run: api.RunResult, unsafe_fixes: bool) -> NoReturn:
     """--diff: the fixes as a unified diff, and what they would fix; exit 1 if a file would change."""
     changed = [fixed for fixed in run.fixes if fixed.changed]
     click.echo("".join(unified_diff(fixed, _display(str(fixed.path))) for fixed in changed), nl=False)
-    count = run.fixed
-    unsafe = (
-        0
-        if unsafe_fixes
-        else sum(1 for f in run.findings if f.fix is not None and f.fix.applicability is Applicability.UNSAFE)
-    )
+    unsafe = 0 if unsafe_fixes else fixable(run.findings)[1]
     more = f" ({unsafe} more with --unsafe-fixes)" if unsafe else ""
-    click.echo(f"Would fix {count} error{'s' if count != 1 else ''}{more}.", err=True)
+    click.echo(f"Would fix {plural(run.fixed, 'error')}{more}.", err=True)
     sys.exit(EXIT_FINDINGS if changed else EXIT_CLEAN)
 
 
@@ -439,47 +403,6 @@ def _confirm(
         return confirmed(findings, options, on_file_done=lambda _: bar.update(1))
 
 
-# ----------------------------------------------------------------------------- progress and colour
-
-
-class _Progress:
-    """`Checking files: 120/2328` on one terminal line of stderr, cleared when the run ends."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self.shown = False
-
-    def __call__(self, done: int, total: int) -> None:
-        if total < PROGRESS_FROM:
-            return
-        self.stream.write(f"\rChecking files: {done}/{total}")
-        self.stream.flush()
-        self.shown = True
-
-    def close(self) -> None:
-        if self.shown:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
-
-
-def _progress(format_: str, quiet: bool, output_file: Path | None) -> _Progress | None:
-    """A progress indicator only where a person watches: stderr is a terminal, the report is
-    human-readable, and no CI system is running us (some give their logs a terminal)."""
-    if quiet or format_ not in SUMMARISED_FORMATS or os.environ.get("CI") or not sys.stderr.isatty():
-        return None
-    return _Progress(sys.stderr)
-
-
-def colour_enabled(choice: str, stream: TextIO) -> bool:
-    """--color always/never decide; auto colours a terminal, unless NO_COLOR is set (non-empty,
-    https://no-color.org), and colours anything when FORCE_COLOR is set (non-empty)."""
-    if choice != "auto":
-        return choice == "always"
-    if os.environ.get("NO_COLOR"):
-        return False
-    return bool(os.environ.get("FORCE_COLOR")) or stream.isatty()
-
-
 # ----------------------------------------------------------------------------- reporting
 
 
@@ -487,14 +410,14 @@ def _write(report: Report, format_: str, output_file: Path | None, statistics: b
     if output_file is not None:
         output_file.parent.mkdir(parents=True, exist_ok=True)
         with output_file.open("w", encoding="utf-8") as stream:
-            _render(report, format_, stream, colour_enabled(color, stream), statistics, quiet)
+            _render(report, format_, stream, terminal.colour_enabled(color, stream), statistics, quiet)
     else:
-        _render(report, format_, sys.stdout, colour_enabled(color, sys.stdout), statistics, quiet)
+        _render(report, format_, sys.stdout, terminal.colour_enabled(color, sys.stdout), statistics, quiet)
 
 
 def _render(report: Report, format_: str, stream: TextIO, color: bool, statistics: bool, quiet: bool) -> None:
     if statistics:
-        _write_statistics(report, format_, stream, quiet)
+        write_statistics(report, stream, format_ == "json", quiet)
     elif quiet and format_ in SUMMARISED_FORMATS:
         buffer = io.StringIO()
         write_report(format_, report, buffer, color)
@@ -507,40 +430,6 @@ def _without_summary(text: str) -> str:
     """The human formats' output minus the closing summary line they always end with."""
     body = text.rstrip("\n").rpartition("\n")[0].rstrip("\n")
     return body + "\n" if body else ""
-
-
-def _write_statistics(report: Report, format_: str, stream: TextIO, quiet: bool) -> None:
-    """One row per code, most frequent first, as `ruff --statistics` prints them: `[*]` every
-    finding of the code has a safe fix, `[~]` some do, `[ ]` none; then the total."""
-    findings = report.findings
-    counts = Counter(finding.code for finding in findings)
-    names = {finding.code: finding.name for finding in findings}
-    safe = Counter(f.code for f in findings if f.fix is not None and f.fix.applicability is Applicability.SAFE)
-    unsafe = Counter(f.code for f in findings if f.fix is not None and f.fix.applicability is Applicability.UNSAFE)
-    rows = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-    if format_ == "json":
-        data = [
-            {
-                "code": code,
-                "name": names[code],
-                "count": count,
-                "fixable": safe[code] > 0,
-                "fixable_count": safe[code],
-                "unsafe_fixable_count": unsafe[code],
-            }
-            for code, count in rows
-        ]
-        stream.write(json.dumps(data, indent=2) + "\n")
-        return
-    count_width = max((len(str(count)) for _, count in rows), default=1)
-    code_width = max((len(code) for code, _ in rows), default=1)
-    for code, count in rows:
-        marker = "[*]" if safe[code] == count else "[~]" if safe[code] else "[ ]"
-        stream.write(f"{count:>{count_width}}\t{code:<{code_width}}\t{marker} {names[code]}\n")
-    if rows and not quiet:
-        fixes = fixability(findings)
-        total = len(findings)
-        stream.write(f"Found {total} error{'s' if total != 1 else ''}." + (f" {fixes}." if fixes else "") + "\n")
 
 
 @main.command()
