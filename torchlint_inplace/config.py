@@ -298,7 +298,7 @@ class _ConfigFinder:
     def nearest(self, directory: Path) -> FileConfig | None:
         if directory not in self._found:
             candidate = directory / "pyproject.toml"
-            table = _tool_table(_read_toml(candidate), candidate) if candidate.is_file() else None
+            table = _tool_table(_read_toml(candidate), candidate) if os.path.isfile(candidate) else None  # False where we may not look
             if table is not None:
                 self._found[directory] = parse_table(table, candidate)
             else:
