@@ -298,7 +298,8 @@ class _ConfigFinder:
     def nearest(self, directory: Path) -> FileConfig | None:
         if directory not in self._found:
             candidate = directory / "pyproject.toml"
-            table = _tool_table(_read_toml(candidate), candidate) if os.path.isfile(candidate) else None  # False where we may not look
+            # os.path.isfile: False, not an error, where we may not look
+            table = _tool_table(_read_toml(candidate), candidate) if os.path.isfile(candidate) else None
             if table is not None:
                 self._found[directory] = parse_table(table, candidate)
             else:

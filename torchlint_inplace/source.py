@@ -1,6 +1,6 @@
 """Reading a file into text the way Python itself would: a UTF-8 BOM or a PEP 263 coding
 cookie picks the encoding, and anything that keeps us from getting text becomes a
-`NotReadable` with a message fit to show the user (the runner turns it into a TIP000 finding).
+`NotReadable` with a message fit to show the user (`linting` turns it into a TIP000 finding).
 
 The text is not newline-translated, so positions and later fixes refer to the file as it is;
 `encoding`, `bom` and `newline` say how to write it back unchanged.
