@@ -33,10 +33,9 @@ from dataclasses import dataclass
 from multiprocessing import Pool
 from pathlib import Path
 
-from torchlint_inplace import config, prepass, source
+from torchlint_inplace import api, config, prepass, registry, source
 from torchlint_inplace.discovery import discover
 from torchlint_inplace.parallel import default_jobs
-from torchlint_inplace.runner import analyze_source
 
 TOOL = [sys.executable, "-m", "torchlint_inplace", "--isolated", "--exit-zero", "--quiet", "--format", "concise"]
 
@@ -81,7 +80,9 @@ def timed(command: Sequence[str], cwd: Path) -> Run:
         process.returncode = os.waitstatus_to_exitcode(status)
         if process.returncode not in (0, 1):
             errors.seek(0)
-            raise SystemExit(f"{' '.join(map(str, command))} failed ({process.returncode}):\n{errors.read().decode(errors='replace')[-2000:]}")
+            raise SystemExit(
+                f"{' '.join(map(str, command))} failed ({process.returncode}):\n{errors.read().decode(errors='replace')[-2000:]}"
+            )
     return Run(seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
 
 
@@ -119,7 +120,9 @@ def _verify_one(path: str) -> tuple[str, bool, list[str]]:
     text = source.read(Path(path)).text
     if not prepass.verdict(path, text).skippable:
         return path, False, []
-    return path, True, [f"{f.line}:{f.span.start.column + 1} {f.code} {f.message}" for f in analyze_source(path, text, preview=True, prepass=None).findings]
+    every_rule = config.Settings(root="/", select=registry.codes(), preview=True)
+    findings = api.lint_source(text, path, every_rule, prepass=False)
+    return path, True, [f"{f.line}:{f.span.start.column + 1} {f.code} {f.message}" for f in findings]
 
 
 def verify_prepass(files: list[Path], jobs: int) -> int:
@@ -127,7 +130,9 @@ def verify_prepass(files: list[Path], jobs: int) -> int:
         results = pool.map(_verify_one, map(str, files), chunksize=4)
     skipped = [result for result in results if result[1]]
     wrong = [result for result in skipped if result[2]]
-    print(f"pre-pass skipped {len(skipped)} of {len(files)} files; the full analysis finds something in {len(wrong)} of them")
+    print(
+        f"pre-pass skipped {len(skipped)} of {len(files)} files; the full analysis finds something in {len(wrong)} of them"
+    )
     for path, _, findings in wrong:
         print(f"UNSOUND {path}: " + "; ".join(findings))
     return 1 if wrong else 0
@@ -145,7 +150,13 @@ def default_corpus() -> Path:
 
 def copy_corpus(corpus: Path, scratch: Path) -> Path:
     target = scratch / corpus.name
-    shutil.copytree(corpus, target, ignore=lambda folder, names: [n for n in names if not (n.endswith((".py", ".pyi")) or (Path(folder) / n).is_dir())])
+    shutil.copytree(
+        corpus,
+        target,
+        ignore=lambda folder, names: [
+            n for n in names if not (n.endswith((".py", ".pyi")) or (Path(folder) / n).is_dir())
+        ],
+    )
     return target
 
 
@@ -162,7 +173,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--external-repeat", type=int, default=1, help="runs for TorchFix / Fixit; default 1")
     parser.add_argument("--external-bin", help="directory holding the torchfix and fixit executables (a venv's bin/)")
     parser.add_argument("--jobs", type=int, default=default_jobs(), help="'all cores' for the parallel rows")
-    parser.add_argument("--verify-prepass", action="store_true", help="check the pre-pass against the full analysis instead")
+    parser.add_argument(
+        "--verify-prepass", action="store_true", help="check the pre-pass against the full analysis instead"
+    )
     parser.add_argument("--parse-only", nargs=2, metavar=("LIST", "PARSER"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.parse_only:
@@ -182,12 +195,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         work = scratch / "work"  # the cache lives under the working directory, the project root
         work.mkdir()
         n = args.repeat
-        print(f"corpus {corpus}: {len(files)} files, {lines / 1000:.0f} kLOC; {os.cpu_count()} cores (parallel rows use {args.jobs}); median of {n}", file=sys.stderr)
+        print(
+            f"corpus {corpus}: {len(files)} files, {lines / 1000:.0f} kLOC; {os.cpu_count()} cores (parallel rows use {args.jobs}); median of {n}",
+            file=sys.stderr,
+        )
         rows = [
-            repeat("LibCST parse only, 1 process", [sys.executable, __file__, "--parse-only", str(list_file), "libcst"], work, n),
-            repeat("ast parse only, 1 process", [sys.executable, __file__, "--parse-only", str(list_file), "ast"], work, n),
+            repeat(
+                "LibCST parse only, 1 process",
+                [sys.executable, __file__, "--parse-only", str(list_file), "libcst"],
+                work,
+                n,
+            ),
+            repeat(
+                "ast parse only, 1 process", [sys.executable, __file__, "--parse-only", str(list_file), "ast"], work, n
+            ),
             repeat("torchlint-inplace cold, --jobs 1", [*TOOL, "--no-cache", "--jobs", "1", str(tree)], work, n),
-            repeat(f"torchlint-inplace cold, --jobs {args.jobs}", [*TOOL, "--no-cache", "--jobs", str(args.jobs), str(tree)], work, n),
+            repeat(
+                f"torchlint-inplace cold, --jobs {args.jobs}",
+                [*TOOL, "--no-cache", "--jobs", str(args.jobs), str(tree)],
+                work,
+                n,
+            ),
         ]
         warm_command = [*TOOL, "--jobs", str(args.jobs), str(tree)]
         timed(warm_command, work)  # fill the cache
@@ -216,18 +244,30 @@ def print_table(rows: list[Row], corpus: Path, files: int, lines: int, jobs: int
     print("| run | wall s | CPU s | wall vs parse floor | vs cold --jobs 1 | vs cold all cores | peak MB |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for row in rows:
-        print(f"| {row.name} | {row.seconds:.2f} | {row.cpu_seconds:.2f} | {row.seconds / floor:.2f}x | {row.seconds / cold_one:.1%} | {row.seconds / cold_all:.1%} | {row.peak_mb:.0f} |")
+        print(
+            f"| {row.name} | {row.seconds:.2f} | {row.cpu_seconds:.2f} | {row.seconds / floor:.2f}x | {row.seconds / cold_one:.1%} | {row.seconds / cold_all:.1%} | {row.peak_mb:.0f} |"
+        )
     print()
-    print(f"- cold, 1 process, vs LibCST parse floor: {cold_one / floor:.2f}x wall, {by_name['torchlint-inplace cold, --jobs 1'].cpu_seconds / rows[0].cpu_seconds:.2f}x CPU (goal <= 1.0x)")
+    print(
+        f"- cold, 1 process, vs LibCST parse floor: {cold_one / floor:.2f}x wall, {by_name['torchlint-inplace cold, --jobs 1'].cpu_seconds / rows[0].cpu_seconds:.2f}x CPU (goal <= 1.0x)"
+    )
     for name in ("TorchFix", "Fixit"):
         if name in by_name:  # they use every core by default: compare with ours on every core, and CPU with CPU
             other = by_name[name]
             ours = by_name[f"torchlint-inplace cold, --jobs {jobs}"]
-            print(f"- {name} / torchlint-inplace cold all cores: {other.seconds / ours.seconds:.1f}x wall, {other.cpu_seconds / ours.cpu_seconds:.1f}x CPU (goal >= 10x)")
+            print(
+                f"- {name} / torchlint-inplace cold all cores: {other.seconds / ours.seconds:.1f}x wall, {other.cpu_seconds / ours.cpu_seconds:.1f}x CPU (goal >= 10x)"
+            )
     print(f"- all cores ({jobs}) speedup over 1 process: {cold_one / cold_all:.2f}x (goal >= 1.7x on 2 cores)")
-    print(f"- warm, nothing changed: {by_name['warm cache, nothing changed'].seconds / cold_all:.1%} of cold (goal <= 5%)")
-    print(f"- warm, one file changed: {by_name['warm cache, one file changed'].seconds / cold_all:.1%} of cold (goal <= 10%)")
-    print(f"- peak memory: {max(row.peak_mb for row in rows if row.name.startswith(('torchlint', 'warm'))):.0f} MB (goal < 500 MB)")
+    print(
+        f"- warm, nothing changed: {by_name['warm cache, nothing changed'].seconds / cold_all:.1%} of cold (goal <= 5%)"
+    )
+    print(
+        f"- warm, one file changed: {by_name['warm cache, one file changed'].seconds / cold_all:.1%} of cold (goal <= 10%)"
+    )
+    print(
+        f"- peak memory: {max(row.peak_mb for row in rows if row.name.startswith(('torchlint', 'warm'))):.0f} MB (goal < 500 MB)"
+    )
 
 
 if __name__ == "__main__":

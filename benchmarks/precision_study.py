@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from torchlint_inplace import config, discovery, runner
+from torchlint_inplace import api, config, discovery
 from torchlint_inplace.diagnostics import NOT_CHECKED_CODE, Finding
 
 
@@ -54,7 +54,7 @@ def _settings(root: Path, preview: bool) -> config.Settings:
 
 def _findings(files: Sequence[Path], settings: config.Settings, jobs: int) -> list[Finding]:
     """Uncached, so that every run measures the analysis as it is now."""
-    return [finding for result in runner.check_files(files, settings, jobs=jobs) for finding in result.findings]
+    return [finding for result in api.lint_paths(files, settings, jobs=jobs).files for finding in result.findings]
 
 
 def _line_count(path: Path) -> int:
@@ -71,7 +71,9 @@ def study(root: Path, preview: bool, jobs: int = 1) -> CorpusResult:
     preview_only: list[Finding] = []
     if preview:
         seen = set(default)
-        preview_only = [finding for finding in _findings(files, _settings(root, preview=True), jobs) if finding not in seen]
+        preview_only = [
+            finding for finding in _findings(files, _settings(root, preview=True), jobs) if finding not in seen
+        ]
     seconds = time.perf_counter() - start
     return CorpusResult(root, len(files), sum(map(_line_count, files)), seconds, tuple(default), tuple(preview_only))
 
@@ -96,7 +98,9 @@ def summary(result: CorpusResult) -> str:
 
 
 def finding_lines(result: CorpusResult) -> list[str]:
-    tagged = [(finding, "default") for finding in result.default] + [(finding, "preview") for finding in result.preview_only]
+    tagged = [(finding, "default") for finding in result.default] + [
+        (finding, "preview") for finding in result.preview_only
+    ]
     tagged.sort(key=lambda item: (item[1], item[0].sort_key()))
     return [
         f"{finding.path}:{finding.line}:{finding.span.start.column + 1}: {finding.code} [{tag}] {finding.message}"
@@ -107,8 +111,12 @@ def finding_lines(result: CorpusResult) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("corpora", nargs="*", type=Path, help="directories to check (default: the installed torch package)")
-    parser.add_argument("--findings", type=Path, default=Path("precision_findings.txt"), help="where every finding is written")
+    parser.add_argument(
+        "corpora", nargs="*", type=Path, help="directories to check (default: the installed torch package)"
+    )
+    parser.add_argument(
+        "--findings", type=Path, default=Path("precision_findings.txt"), help="where every finding is written"
+    )
     parser.add_argument("--no-preview", dest="preview", action="store_false", help="skip the second, preview run")
     parser.add_argument("--jobs", type=int, default=1, help="files checked in parallel")
     args = parser.parse_args(argv)

@@ -1,4 +1,5 @@
-from torchlint_inplace.analysis.model import Form
+from torchlint_inplace.analysis.model import FileAnalysis, Form, Mutation
+from torchlint_inplace.diagnostics import Fix
 from torchlint_inplace.fixes import builders
 from torchlint_inplace.rule import FormRule
 
@@ -19,18 +20,30 @@ class InplaceMethod(FormRule):
         "tensors nobody saved are fine and are not reported."
     )
     bad = """\
-def forward(self, x):
-    y = torch.sigmoid(x)   # sigmoid saves its result y
-    y.mul_(2)              # TIP001: backward() will raise
-    return y
+import torch
+from torch import nn
+
+
+class Gate(nn.Module):
+    def forward(self, x):
+        y = torch.sigmoid(x)   # sigmoid saves its result y
+        y.mul_(2)              # TIP001: backward() will raise
+        return y
 """
     good = """\
-def forward(self, x):
-    y = torch.sigmoid(x)
-    y = y.mul(2)           # out of place: the saved y is untouched
-    return y
+import torch
+from torch import nn
+
+
+class Gate(nn.Module):
+    def forward(self, x):
+        y = torch.sigmoid(x)
+        y = y.mul(2)           # out of place: the saved y is untouched
+        return y
 """
     fix_doc = "Rewrites `x.op_(...)` used as a statement to `x = x.op(...)` (the out-of-place twin, derived from torch). Unsafe when `x` has other aliases, is an argument or an attribute: their readers would no longer see the write."
+    fix_brief = "`x.add_(y)` -> `x = x.add(y)` (the out-of-place twin, from the torch table); `zero_` -> `torch.zeros_like(x)`, `fill_(v)` -> `torch.full_like(x, v)`, others (`copy_`, `uniform_`) -> `x = x.clone().copy_(y)`; used as a value: `(x := x.add(y))`"
+    brief = "trailing-underscore tensor method (`add_`, `mul_`, `clamp_`, `masked_fill_`, `copy_`, `zero_`, ...)"
 
-    def fix(self, mutation, analysis):
+    def fix(self, mutation: Mutation, analysis: FileAnalysis) -> Fix | None:
         return builders.method_call(mutation, analysis)

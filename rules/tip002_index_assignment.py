@@ -1,4 +1,5 @@
-from torchlint_inplace.analysis.model import Form
+from torchlint_inplace.analysis.model import FileAnalysis, Form, Mutation
+from torchlint_inplace.diagnostics import Fix
 from torchlint_inplace.fixes import builders
 from torchlint_inplace.rule import FormRule
 
@@ -16,21 +17,41 @@ class IndexAssignment(FormRule):
         "buffer used in a product and then updated in place."
     )
     bad = """\
-def forward(self):
-    t = torch.tensor([2.0])
-    y = self.x * t     # mul saves t: d(y)/d(self.x) = t
-    t[:] = 3.0         # TIP002: backward() will raise
-    return y
+import torch
+from torch import nn
+
+
+class Scale(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.x = nn.Parameter(torch.ones(1))
+
+    def forward(self):
+        t = torch.tensor([2.0])
+        y = self.x * t     # mul saves t: d(y)/d(self.x) = t
+        t[:] = 3.0         # TIP002: backward() will raise
+        return y
 """
     good = """\
-def forward(self):
-    t = torch.tensor([2.0])
-    y = self.x * t
-    t = t.clone()      # write into a copy; the saved t keeps its version
-    t[:] = 3.0
-    return y
-"""
-    fix_doc = "Inserts `x = x.clone()` right before the assignment (or uses `masked_fill`/`torch.where` where provably equivalent). Unsafe when `x` has other aliases, is an argument or an attribute."
+import torch
+from torch import nn
 
-    def fix(self, mutation, analysis):
+
+class Scale(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.x = nn.Parameter(torch.ones(1))
+
+    def forward(self):
+        t = torch.tensor([2.0])
+        y = self.x * t
+        t = t.clone()      # write into a copy; the saved t keeps its version
+        t[:] = 3.0
+        return y
+"""
+    fix_doc = "Inserts `x = x.clone()` right before the assignment, so the write goes into a copy and the saved tensor keeps its version. No fix when the assigned value itself saved `x` (`x[:, :c] = conv(x[:, :c])`: the clone would be saved and written). Unsafe when `x` has other aliases, is an argument or an attribute: they no longer see the write."
+    fix_brief = "`x[i] = v` -> `x = x.clone()` inserted before"
+    brief = "index / slice assignment on a tensor (`x[i] = v`, `x[m] += v`)"
+
+    def fix(self, mutation: Mutation, analysis: FileAnalysis) -> Fix | None:
         return builders.index_assignment(mutation, analysis)

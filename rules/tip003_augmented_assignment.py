@@ -1,4 +1,5 @@
-from torchlint_inplace.analysis.model import Form
+from torchlint_inplace.analysis.model import FileAnalysis, Form, Mutation
+from torchlint_inplace.diagnostics import Fix
 from torchlint_inplace.fixes import builders
 from torchlint_inplace.rule import FormRule
 
@@ -16,18 +17,30 @@ class AugmentedAssignment(FormRule):
         "`+=` just rebinds, which is why the same line looks harmless."
     )
     bad = """\
-def forward(self, x):
-    h = torch.tanh(x)   # tanh saves its result h
-    h += 1              # TIP003: backward() will raise
-    return h
+import torch
+from torch import nn
+
+
+class Shift(nn.Module):
+    def forward(self, x):
+        h = torch.tanh(x)   # tanh saves its result h
+        h += 1              # TIP003: backward() will raise
+        return h
 """
     good = """\
-def forward(self, x):
-    h = torch.tanh(x)
-    h = h + 1           # a new tensor; the saved h is untouched
-    return h
+import torch
+from torch import nn
+
+
+class Shift(nn.Module):
+    def forward(self, x):
+        h = torch.tanh(x)
+        h = h + 1           # a new tensor; the saved h is untouched
+        return h
 """
     fix_doc = "Rewrites `x op= y` to `x = x op y`. Unsafe when `x` has other aliases, is an argument or an attribute: they would no longer see the update."
+    fix_brief = "`x += y` -> `x = x + y`"
+    brief = "augmented assignment on a tensor (`x += y` is in place)"
 
-    def fix(self, mutation, analysis):
+    def fix(self, mutation: Mutation, analysis: FileAnalysis) -> Fix | None:
         return builders.augmented_assignment(mutation, analysis)

@@ -1,4 +1,5 @@
-from torchlint_inplace.analysis.model import Form
+from torchlint_inplace.analysis.model import FileAnalysis, Form, Mutation
+from torchlint_inplace.diagnostics import Fix
 from torchlint_inplace.fixes import builders
 from torchlint_inplace.rule import FormRule
 
@@ -16,16 +17,38 @@ class InplaceActivation(FormRule):
         "same inplace module is applied twice to one tensor."
     )
     bad = """\
-def forward(self, x):
-    out = self.fc(self.act(x))   # self.act = nn.ReLU(inplace=True): rewrites x
-    return out + x               # TIP004: the residual reads the rectified x
+import torch
+from torch import nn
+
+
+class Residual(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.act = nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        out = self.fc(self.act(x))   # TIP004: rewrites x, which the residual reads
+        return out + x
 """
     good = """\
-def forward(self, x):
-    out = self.fc(self.act(x))   # self.act = nn.ReLU()  (inplace=False)
-    return out + x
+import torch
+from torch import nn
+
+
+class Residual(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.act = nn.ReLU()         # inplace=False: x is left as it was
+
+    def forward(self, x):
+        out = self.fc(self.act(x))
+        return out + x
 """
     fix_doc = "Switches to the out-of-place form: `inplace=False` where `__init__` builds the module, `F.relu(x)` without the flag, `x = torch.relu(x)` for `torch.relu_(x)`. Unsafe: later readers of the input, and other call sites of a shared module, see it un-activated (usually the point); costs one activation's memory. No fix when a helper function builds the module."
+    fix_brief = "`inplace=False` where `__init__` builds the module; `F.relu(x)` without the flag; `torch.relu_(x)` -> `x = torch.relu(x)` (always unsafe: later readers of `x` see it un-activated, which is usually the point)"
+    brief = "`inplace=True` module or functional whose input is saved or still read elsewhere"
 
-    def fix(self, mutation, analysis):
+    def fix(self, mutation: Mutation, analysis: FileAnalysis) -> Fix | None:
         return builders.inplace_activation(mutation, analysis)

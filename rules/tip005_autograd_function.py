@@ -1,4 +1,5 @@
-from torchlint_inplace.analysis.model import Form
+from torchlint_inplace.analysis.model import FileAnalysis, Form, Mutation
+from torchlint_inplace.diagnostics import Fix
 from torchlint_inplace.fixes import builders
 from torchlint_inplace.rule import FormRule
 
@@ -16,6 +17,9 @@ class AutogradFunctionContract(FormRule):
         "`ctx.save_for_backward` makes backward read the modified values."
     )
     bad = """\
+import torch
+
+
 class ClampMin(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
@@ -23,6 +27,9 @@ class ClampMin(torch.autograd.Function):
         return x
 """
     good = """\
+import torch
+
+
 class ClampMin(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
@@ -31,6 +38,8 @@ class ClampMin(torch.autograd.Function):
         return x
 """
     fix_doc = "Writes into `x = x.clone()` inserted before the write (and removes its `ctx.mark_dirty(x)`): unsafe, callers no longer see the write. `ctx.mark_dirty` alone is not offered: the caller's tensor would still change, and a caller that saved it would still raise. A `mark_dirty` of a tensor neither written nor returned is removed (safe)."
+    fix_brief = "`x = x.clone()` before `forward` writes its input (and its `ctx.mark_dirty(x)` removed); a `mark_dirty` of a tensor neither written nor returned is removed"
+    brief = "custom `autograd.Function` mutating inputs without `ctx.mark_dirty`, or marking wrongly"
 
-    def fix(self, mutation, analysis):
+    def fix(self, mutation: Mutation, analysis: FileAnalysis) -> Fix | None:
         return builders.autograd_function(mutation, analysis)

@@ -1,4 +1,5 @@
-from torchlint_inplace.analysis.model import Form
+from torchlint_inplace.analysis.model import FileAnalysis, Form, Mutation
+from torchlint_inplace.diagnostics import Fix
 from torchlint_inplace.fixes import builders
 from torchlint_inplace.rule import FormRule
 
@@ -15,18 +16,42 @@ class OutArgument(FormRule):
         "it in the same forward is the usual shape."
     )
     bad = """\
-def forward(self, x):
-    y = x * self.cos_cached                       # mul saves the cache
-    torch.cos(self.freqs * t, out=self.cos_cached)  # TIP006: backward() will raise
-    return y
+import torch
+from torch import nn
+
+
+class Rotary(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.freqs = nn.Parameter(torch.ones(8))
+        self.register_buffer("cos_cached", torch.ones(8))
+
+    def forward(self, x, t):
+        y = x * self.cos_cached                         # mul saves the cache
+        torch.cos(self.freqs * t, out=self.cos_cached)  # TIP006: backward() will raise
+        return y
 """
     good = """\
-def forward(self, x):
-    y = x * self.cos_cached
-    self.cos_cached = torch.cos(self.freqs * t)   # a new tensor; the saved one is intact
-    return y
+import torch
+from torch import nn
+
+
+class Rotary(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.freqs = nn.Parameter(torch.ones(8))
+        self.register_buffer("cos_cached", torch.ones(8))
+
+    def forward(self, x, t):
+        y = x * self.cos_cached
+        self.cos_cached = torch.cos(self.freqs * t)   # a new tensor; the saved one is intact
+        return y
 """
     fix_doc = "Rewrites `f(..., out=t)` to `t = f(...)`. Unsafe when `t` is an attribute or has other aliases that relied on the shared buffer."
+    fix_brief = (
+        "`f(a, out=t)` -> `t = f(a)` (unsafe for attributes: whoever kept the old buffer no longer sees updates)"
+    )
+    brief = "`out=` writing into a needed tensor"
 
-    def fix(self, mutation, analysis):
+    def fix(self, mutation: Mutation, analysis: FileAnalysis) -> Fix | None:
         return builders.out_argument(mutation, analysis)

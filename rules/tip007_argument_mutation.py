@@ -1,4 +1,5 @@
-from torchlint_inplace.analysis.model import Form
+from torchlint_inplace.analysis.model import FileAnalysis, Form, Mutation
+from torchlint_inplace.diagnostics import Fix
 from torchlint_inplace.fixes import builders
 from torchlint_inplace.rule import FormRule
 
@@ -15,19 +16,49 @@ class ArgumentMutation(FormRule):
         "finding is on the write inside the callee, with the caller's line as the reason."
     )
     bad = """\
+import torch
+from torch import nn
+
+
 class Clip(nn.Module):
     def forward(self, x):
-        x.clamp_(-1, 1)          # TIP007: the caller's x
+        x.clamp_(-1, 1)          # TIP007: writes the caller's tensor
         return x
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.clip = Clip()
+
+    def forward(self, x):
+        h = torch.sigmoid(x)     # sigmoid saves its result h
+        return self.clip(h)
 """
     good = """\
+import torch
+from torch import nn
+
+
 class Clip(nn.Module):
     def forward(self, x):
         x = x.clone()            # write this module's own copy
         x.clamp_(-1, 1)
         return x
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.clip = Clip()
+
+    def forward(self, x):
+        h = torch.sigmoid(x)
+        return self.clip(h)
 """
     fix_doc = "Inserts `x = x.clone()` at the top of the callee. Unsafe: a caller that relied on the in-place update no longer sees it."
+    fix_brief = "`x = x.clone()` first in the callee (unsafe: the caller no longer sees the write)"
+    brief = "a `forward` (or helper) mutating a tensor argument it does not own"
 
-    def fix(self, mutation, analysis):
+    def fix(self, mutation: Mutation, analysis: FileAnalysis) -> Fix | None:
         return builders.argument_write(mutation, analysis)

@@ -14,15 +14,27 @@ class HiddenWrite(FormRule):
         "from the reader the fact that the graph depends on those values."
     )
     bad = """\
-def forward(self, x):
-    s = torch.sigmoid(x)          # saves s
-    s.data.clamp_(0.2, 0.8)       # TIP008: gradients silently wrong
-    return s
+import torch
+from torch import nn
+
+
+class Squash(nn.Module):
+    def forward(self, x):
+        s = torch.sigmoid(x)          # saves s
+        s.data.clamp_(0.2, 0.8)       # TIP008: gradients silently wrong
+        return s
 """
     good = """\
-def forward(self, x):
-    s = torch.sigmoid(x)
-    s = s.clamp(0.2, 0.8)         # out of place, tracked by autograd
-    return s
+import torch
+from torch import nn
+
+
+class Squash(nn.Module):
+    def forward(self, x):
+        s = torch.sigmoid(x)
+        s = s.clamp(0.2, 0.8)         # out of place, tracked by autograd
+        return s
 """
     fix_doc = "No automatic fix: whether the gradient should see the clamp is a modelling decision."
+    fix_brief = "none: whether gradients should see a `.data` write is a modelling decision"
+    brief = "mutation through `.data` / `.detach()` that hides the change from autograd"

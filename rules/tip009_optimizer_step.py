@@ -6,7 +6,9 @@ class OptimizerStepBetweenBackwards(FormRule):
     code = "TIP009"
     name = "optimizer-step-before-backward"
     form = Form.OPTIMIZER_STEP
-    summary = "`optimizer.step()` between a `backward(retain_graph=True)` and a later `backward()` through the same graph."
+    summary = (
+        "`optimizer.step()` between a `backward(retain_graph=True)` and a later `backward()` through the same graph."
+    )
     why = (
         "`step()` updates parameters in place. A graph kept alive with `retain_graph=True` saved those parameters "
         "(every `Linear`/`Conv` saves its weight when its input requires grad); the next backward() through it "
@@ -26,3 +28,5 @@ loss_g.backward()
 opt_d.step()            # step after every backward through the shared graph
 """
     fix_doc = "No automatic fix: reorder the steps after the last backward, or recompute the forward after stepping."
+    fix_brief = "none: where an optimizer step belongs is a modelling decision"
+    brief = "`optimizer.step()` between a forward and a later `backward()` on the same graph"

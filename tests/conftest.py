@@ -38,6 +38,14 @@ class SeedFiles(NamedTuple):
     saving_line: int  # `y = self.x * t`, the `*` that saved `t` for backward
 
 
+@pytest.fixture(autouse=True)
+def user_cache_directory(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where the results cache puts entries of files in no project: never the real home's."""
+    directory = tmp_path_factory.mktemp("user-cache")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(directory))
+    return directory
+
+
 @pytest.fixture
 def seed_files(tmp_path: Path) -> SeedFiles:
     lines = SEED_HAZARD.splitlines()

@@ -1,7 +1,8 @@
 """Stand-in rules for the engine's tests, so they do not depend on what the real analysis finds.
 
-A fake rule reports every line that calls its trigger (`mutate(`, `other(`, `preview(`); the
-real analysis is replaced by a stub so that only the engine (discovery, config, noqa, runner,
+A fake rule reports every line that calls its trigger (`mutate(`, `other(`, `preview(`), with
+a safe or an unsafe fix when the line ends in `# fix: safe` or `# fix: unsafe`; the
+real analysis is replaced by a stub so that only the engine (discovery, config, noqa, linting,
 CLI) is under test.
 """
 
@@ -13,7 +14,7 @@ import pytest
 
 from torchlint_inplace import analysis, registry
 from torchlint_inplace.analysis.model import FileAnalysis
-from torchlint_inplace.diagnostics import Finding, Position, Severity, Span
+from torchlint_inplace.diagnostics import Applicability, Edit, Finding, Fix, Position, Severity, Span
 from torchlint_inplace.rule import Rule
 
 
@@ -30,7 +31,24 @@ class _LineRule(Rule):
             column = line.find(self.trigger + "(")
             if column >= 0:
                 span = Span(Position(number, column), Position(number, column + len(self.trigger)))
-                yield Finding(file_analysis.path, self.code, self.name, f"`{self.trigger}` called", Severity.ERROR, span, "raises at backward")
+                fix = next(
+                    (
+                        Fix("rename it", (Edit(span, "fixed"),), kind)
+                        for kind in Applicability
+                        if line.endswith(f"# fix: {kind.value}")
+                    ),
+                    None,
+                )
+                yield Finding(
+                    file_analysis.path,
+                    self.code,
+                    self.name,
+                    f"`{self.trigger}` called",
+                    Severity.ERROR,
+                    span,
+                    "raises at backward",
+                    fix=fix,
+                )
 
 
 class Mutate(_LineRule):
@@ -52,5 +70,7 @@ FAKE_RULES = (Mutate, Other, Preview)
 @pytest.fixture
 def fake_rules(monkeypatch: pytest.MonkeyPatch) -> tuple[type[Rule], ...]:
     monkeypatch.setattr(registry, "all_rules", lambda: FAKE_RULES)
-    monkeypatch.setattr(analysis, "analyze", lambda module, path, project=None, preview=False: FileAnalysis(path=path, module=module))
+    monkeypatch.setattr(
+        analysis, "analyze", lambda module, path, project=None, preview=False: FileAnalysis(path=path, module=module)
+    )
     return FAKE_RULES

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 from fakes import fake_rules  # noqa: F401 - a fixture
+from support import check_file
 
-from torchlint_inplace import config, runner
+from torchlint_inplace import config
 from torchlint_inplace.config import ConfigError, Overrides, Selection, Settings, resolve, resolve_selection
 
 pytestmark = pytest.mark.usefixtures("fake_rules")
@@ -71,7 +72,9 @@ def test_isolated_ignores_the_config_file(tmp_path: Path) -> None:
 
 def test_command_line_overrides_the_file(tmp_path: Path) -> None:
     write_pyproject(tmp_path, "select = ['TIP003']\npreview = true\nexclude = ['a']\nextend-exclude = ['b']")
-    overrides = Overrides(selection=Selection(extend_select=("TIP001",)), preview=False, exclude=("c",), extend_exclude=("d",))
+    overrides = Overrides(
+        selection=Selection(extend_select=("TIP001",)), preview=False, exclude=("c",), extend_exclude=("d",)
+    )
     settings = resolve(overrides, cwd=tmp_path)
     assert settings.select == ("TIP001", "TIP003")
     assert settings.preview is False
@@ -101,7 +104,10 @@ def test_file_keys_are_read(tmp_path: Path) -> None:
         ("select = 'TIP001'", "'select' must be a list of strings in {path}"),
         ("preview = 'yes'", "'preview' must be true or false in {path}"),
         ("per-file-ignores = ['x']", "'per-file-ignores' must be a table of glob = [codes] in {path}"),
-        ("per-file-ignores = {'x.py' = ['TIP7']}", "unknown rule code or prefix 'TIP7' in 'x.py' of 'per-file-ignores' of {path}"),
+        (
+            "per-file-ignores = {'x.py' = ['TIP7']}",
+            "unknown rule code or prefix 'TIP7' in 'x.py' of 'per-file-ignores' of {path}",
+        ),
         ("select = [", "invalid TOML in {path}: "),
     ],
 )
@@ -136,16 +142,57 @@ def test_split_codes_accepts_commas_and_repeats() -> None:
 
 def test_per_file_ignores_apply_by_path_and_by_basename(tmp_path: Path) -> None:
     (tmp_path / "tests").mkdir()
-    sources = {"tests/t.py": "mutate(1)\nother(1)\n", "pkg/__init__.py": "mutate(1)\nother(1)\n", "pkg/m.py": "mutate(1)\nother(1)\n"}
+    sources = {
+        "tests/t.py": "mutate(1)\nother(1)\n",
+        "pkg/__init__.py": "mutate(1)\nother(1)\n",
+        "pkg/m.py": "mutate(1)\nother(1)\n",
+    }
     for name, text in sources.items():
         (tmp_path / name).parent.mkdir(exist_ok=True)
         (tmp_path / name).write_text(text)
-    settings = Settings(root=str(tmp_path), select=("TIP001", "TIP003"), per_file_ignores=(("tests/*", ("TIP001", "TIP003")), ("__init__.py", ("TIP001",))))
-    codes = {name: [f.code for f in runner.check_file(tmp_path / name, settings).findings] for name in sources}
+    settings = Settings(
+        root=str(tmp_path),
+        select=("TIP001", "TIP003"),
+        per_file_ignores=(("tests/*", ("TIP001", "TIP003")), ("__init__.py", ("TIP001",))),
+    )
+    codes = {name: [f.code for f in check_file(tmp_path / name, settings).findings] for name in sources}
     assert codes == {"tests/t.py": [], "pkg/__init__.py": ["TIP003"], "pkg/m.py": ["TIP001", "TIP003"]}
 
 
 def test_per_file_ignores_never_hide_tip000(tmp_path: Path) -> None:
     (tmp_path / "bad.py").write_text("def f(:\n")
     settings = Settings(root=str(tmp_path), select=("TIP001",), per_file_ignores=(("*", ("TIP000", "TIP001")),))
-    assert [f.code for f in runner.check_file(tmp_path / "bad.py", settings).findings] == ["TIP000"]
+    assert [f.code for f in check_file(tmp_path / "bad.py", settings).findings] == ["TIP000"]
+
+
+def test_each_file_gets_the_nearest_configuration_above_it(tmp_path: Path) -> None:
+    write_pyproject(tmp_path, "select = ['TIP003']")
+    (tmp_path / "sub").mkdir()
+    write_pyproject(tmp_path / "sub", "select = ['TIP001']")
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "pyproject.toml").write_text("[project]\nname = 'x'\n")  # no table: the walk goes on up
+    resolver = config.Resolver(Overrides(), cwd=tmp_path / "elsewhere")
+    assert resolver.for_path(tmp_path / "top.py").select == ("TIP003",)
+    assert resolver.for_path(tmp_path / "sub" / "deep" / "m.py").select == ("TIP001",)
+    assert resolver.for_path(tmp_path / "sub" / "m.py").root == str(tmp_path / "sub")
+    assert resolver.for_path(tmp_path / "plain" / "m.py").config_path == str(tmp_path / "pyproject.toml")
+
+
+def test_config_and_isolated_apply_to_every_file(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    write_pyproject(tmp_path / "sub", "select = ['TIP001']")
+    named = tmp_path / "lint.toml"
+    named.write_text("select = ['TIP009']\n")
+    by_config = config.Resolver(Overrides(config=named), cwd=tmp_path)
+    isolated = config.Resolver(Overrides(isolated=True), cwd=tmp_path)
+    assert by_config.for_path(tmp_path / "sub" / "m.py").select == ("TIP009",)
+    assert isolated.for_path(tmp_path / "sub" / "m.py") == Settings(root=str(tmp_path), select=("TIP001", "TIP003"))
+
+
+def test_a_broken_configuration_of_a_subproject_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    write_pyproject(tmp_path / "sub", "selct = ['TIP001']")
+    resolver = config.Resolver(Overrides(), cwd=tmp_path)
+    assert resolver.for_path(tmp_path / "m.py").select == ("TIP001", "TIP003")
+    with pytest.raises(ConfigError, match="unknown key 'selct'"):
+        resolver.for_path(tmp_path / "sub" / "m.py")

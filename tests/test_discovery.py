@@ -23,7 +23,9 @@ def make(root: Path, *names: str) -> None:
             path.write_text("x = 1\n")
 
 
-def found(root: Path, *paths: Path | str, exclude: tuple[str, ...] = DEFAULT_EXCLUDE, extend: tuple[str, ...] = ()) -> list[str]:
+def found(
+    root: Path, *paths: Path | str, exclude: tuple[str, ...] = DEFAULT_EXCLUDE, extend: tuple[str, ...] = ()
+) -> list[str]:
     settings = Settings(root=str(root), select=(), exclude=exclude, extend_exclude=extend)
     return [Path(path).relative_to(root).as_posix() for path in discover(paths or [root], settings)]
 
@@ -34,8 +36,32 @@ def test_walk_finds_py_and_pyi_in_sorted_order(tmp_path: Path) -> None:
 
 
 def test_default_excludes_and_virtualenvs_are_skipped(tmp_path: Path) -> None:
-    skipped = [f"{name}/m.py" for name in (".git", ".hg", ".venv", "venv", "__pycache__", "build", "dist", ".tox", ".nox", ".eggs", "node_modules", ".torchlint_inplace_cache")]
-    make(tmp_path, *skipped, "lib/site-packages/torch/x.py", "pkg.egg-info/m.py", "env/pyvenv.cfg", "env/lib/m.py", "src/keep.py")
+    skipped = [
+        f"{name}/m.py"
+        for name in (
+            ".git",
+            ".hg",
+            ".venv",
+            "venv",
+            "__pycache__",
+            "build",
+            "dist",
+            ".tox",
+            ".nox",
+            ".eggs",
+            "node_modules",
+            ".torchlint_inplace_cache",
+        )
+    ]
+    make(
+        tmp_path,
+        *skipped,
+        "lib/site-packages/torch/x.py",
+        "pkg.egg-info/m.py",
+        "env/pyvenv.cfg",
+        "env/lib/m.py",
+        "src/keep.py",
+    )
     assert found(tmp_path) == ["src/keep.py"]
 
 

@@ -23,7 +23,7 @@ import jsonschema
 import pytest
 from click.testing import CliRunner, Result
 
-from torchlint_inplace import cli
+from torchlint_inplace import api, cli
 from torchlint_inplace.fixes import apply
 
 # `h` is a local nobody else reads: its fix (`h = h.mul(2)`) is safe and applied by --fix.
@@ -46,7 +46,9 @@ SARIF_SCHEMA = REPO.parent / "shared" / "data" / "sarif-schema-2.1.0.json"  # be
 
 
 def lint(*args: str | Path) -> Result:
-    return CliRunner().invoke(cli.main, ["--isolated", "--no-cache", "--jobs", "1", "--format", "json", *map(str, args)])
+    return CliRunner().invoke(
+        cli.main, ["--isolated", "--no-cache", "--jobs", "1", "--format", "json", *map(str, args)]
+    )
 
 
 def findings(result: Result) -> list[dict]:
@@ -100,7 +102,9 @@ def _deny(monkeypatch: pytest.MonkeyPatch, module, name: str, denied: Path) -> N
     monkeypatch.setattr(module, name, guarded, raising=False)
 
 
-def test_unreadable_file_is_reported_and_the_rest_checked(tmp_path: Path, hazard: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unreadable_file_is_reported_and_the_rest_checked(
+    tmp_path: Path, hazard: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     secret = tmp_path / "secret.py"
     secret.write_text(HAZARD)
     from torchlint_inplace import source
@@ -117,7 +121,9 @@ def messages_by_path(result: Result, root: Path) -> dict[str, str]:
     return {Path(f["filename"]).relative_to(root).as_posix(): f["message"] for f in findings(result)}
 
 
-def test_unreadable_directory_is_reported_and_the_rest_checked(tmp_path: Path, hazard: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unreadable_directory_is_reported_and_the_rest_checked(
+    tmp_path: Path, hazard: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     locked = tmp_path / "locked"
     locked.mkdir()
     (locked / "inner.py").write_text(HAZARD)
@@ -149,7 +155,18 @@ def lint_unprivileged(tmp_path: Path) -> Callable[..., subprocess.CompletedProce
     probe.unlink()
     if prefix is None:
         pytest.skip("permission bits do not stop this user, and no user namespace is available")
-    command = [*prefix, sys.executable, "-m", "torchlint_inplace", "--isolated", "--no-cache", "--jobs", "1", "--format", "json"]
+    command = [
+        *prefix,
+        sys.executable,
+        "-m",
+        "torchlint_inplace",
+        "--isolated",
+        "--no-cache",
+        "--jobs",
+        "1",
+        "--format",
+        "json",
+    ]
     return lambda *paths: subprocess.run([*command, *map(str, paths)], capture_output=True, text=True, cwd=tmp_path)
 
 
@@ -174,7 +191,9 @@ def test_really_unreadable_directory(tmp_path: Path, hazard: Path, lint_unprivil
     (locked / "inner.py").write_text(HAZARD)
     locked.chmod(mode)
     try:
-        walked, named_directory, named_file = (lint_unprivileged(path) for path in (tmp_path, locked, locked / "inner.py"))
+        walked, named_directory, named_file = (
+            lint_unprivileged(path) for path in (tmp_path, locked, locked / "inner.py")
+        )
     finally:
         locked.chmod(0o755)
     assert walked.returncode == named_directory.returncode == named_file.returncode == 1
@@ -187,7 +206,9 @@ def test_really_unreadable_directory(tmp_path: Path, hazard: Path, lint_unprivil
     assert real_messages(named_file) == {"locked/inner.py": "cannot read file: permission denied"}
 
 
-def test_directory_removed_mid_walk_is_reported_and_the_rest_checked(tmp_path: Path, hazard: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_directory_removed_mid_walk_is_reported_and_the_rest_checked(
+    tmp_path: Path, hazard: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     doomed = tmp_path / "doomed"
     (doomed / "deeper").mkdir(parents=True)
     (doomed / "deeper" / "inner.py").write_text(HAZARD)
@@ -215,7 +236,10 @@ def test_named_broken_symlink_is_a_per_path_error(tmp_path: Path, hazard: Path) 
     (tmp_path / "dangling.py").symlink_to(tmp_path / "moved_away.py")
     result = lint(tmp_path / "dangling.py", hazard)
     assert result.exit_code == 1
-    assert messages_by_path(result, tmp_path)["dangling.py"] == f"broken symbolic link: its target {tmp_path / 'moved_away.py'} does not exist"
+    assert (
+        messages_by_path(result, tmp_path)["dangling.py"]
+        == f"broken symbolic link: its target {tmp_path / 'moved_away.py'} does not exist"
+    )
     assert codes_by_file(result) == {"dangling.py": ["TIP000"], "model.py": ["TIP001"]}
 
 
@@ -225,7 +249,9 @@ def test_broken_symlink_met_in_a_walk_is_skipped(tmp_path: Path, hazard: Path) -
 
 
 @pytest.mark.parametrize("format", ["json", "sarif"])
-def test_unsearchable_paths_keep_machine_formats_valid(tmp_path: Path, hazard: Path, monkeypatch: pytest.MonkeyPatch, format: str) -> None:
+def test_unsearchable_paths_keep_machine_formats_valid(
+    tmp_path: Path, hazard: Path, monkeypatch: pytest.MonkeyPatch, format: str
+) -> None:
     locked = tmp_path / "locked"
     locked.mkdir()
     (tmp_path / "dangling.py").symlink_to(tmp_path / "nowhere.py")
@@ -233,7 +259,10 @@ def test_unsearchable_paths_keep_machine_formats_valid(tmp_path: Path, hazard: P
     schema = JSON_SCHEMA if format == "json" else SARIF_SCHEMA
     if not schema.exists():
         pytest.skip(f"{schema} is absent")
-    result = CliRunner().invoke(cli.main, ["--isolated", "--no-cache", "--jobs", "1", "--format", format, str(tmp_path), str(tmp_path / "dangling.py")])
+    result = CliRunner().invoke(
+        cli.main,
+        ["--isolated", "--no-cache", "--jobs", "1", "--format", format, str(tmp_path), str(tmp_path / "dangling.py")],
+    )
     assert result.exit_code == 1
     document = json.loads(result.stdout)
     jsonschema.validate(document, json.loads(schema.read_text(encoding="utf-8")))
@@ -249,9 +278,11 @@ def test_unsearchable_paths_follow_the_exit_code_rules(tmp_path: Path, monkeypat
     assert lint("--exit-zero", tmp_path).exit_code == 0
 
 
-def test_file_deleted_after_discovery_is_a_per_file_error(tmp_path: Path, hazard: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_file_deleted_after_discovery_is_a_per_file_error(
+    tmp_path: Path, hazard: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     gone = tmp_path / "gone.py"
-    monkeypatch.setattr(cli, "discover", lambda paths, settings, on_error: (gone, hazard))
+    monkeypatch.setattr(api, "discover", lambda paths, settings, on_error: (gone, hazard))
     result = lint(tmp_path)
     messages = {Path(f["filename"]).name: f["message"] for f in findings(result)}
     assert result.exit_code == 1
@@ -259,13 +290,13 @@ def test_file_deleted_after_discovery_is_a_per_file_error(tmp_path: Path, hazard
 
 
 def test_file_deleted_between_check_and_fix_is_not_recreated(hazard: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    fix_results = cli.fix_results
+    fix_files = api.fix_files
 
-    def delete_first(results, settings, unsafe):
+    def delete_first(results, relint, unsafe):
         hazard.unlink()
-        return fix_results(results, settings, unsafe)
+        return fix_files(results, relint, unsafe)
 
-    monkeypatch.setattr(cli, "fix_results", delete_first)
+    monkeypatch.setattr(api, "fix_files", delete_first)
     result = lint("--fix", hazard)
     assert result.exit_code == 1 and [f["code"] for f in findings(result)] == ["TIP001"]
     assert not hazard.exists()

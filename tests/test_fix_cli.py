@@ -36,7 +36,9 @@ CLEAN = "import torch\n\n\ndef f(x):\n    return x + 1\n"
 
 def lint(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "torchlint_inplace", "--isolated", *args]
-    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"}, timeout=120)
+    return subprocess.run(
+        command, cwd=cwd, capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"}, timeout=120
+    )
 
 
 @pytest.fixture
@@ -62,7 +64,9 @@ def test_unsafe_fixes_apply_the_rest_and_exit_clean(project: Path) -> None:
     assert SAFE_FIXED in text and UNSAFE_FIXED in text
     assert result.returncode == 0, result.stdout
     assert "Found 2 errors (2 fixed, 0 remaining)." in result.stdout
-    assert "Fixed 2 errors:\n- model.py:\n" in result.stderr and "1 × TIP001 (Rewrite as `h = h.mul(2)`)" in result.stderr
+    assert (
+        "Fixed 2 errors:\n- model.py:\n" in result.stderr and "1 × TIP001 (Rewrite as `h = h.mul(2)`)" in result.stderr
+    )
     again = lint(project, "--fix", "--unsafe-fixes", "model.py")
     assert again.returncode == 0 and "All checks passed!" in again.stdout
     assert (project / "model.py").read_text(encoding="utf-8") == text
@@ -71,9 +75,11 @@ def test_unsafe_fixes_apply_the_rest_and_exit_clean(project: Path) -> None:
 def test_diff_prints_and_writes_nothing(project: Path) -> None:
     result = lint(project, "--diff", ".")
     assert result.returncode == 1
-    assert f"--- a/model.py\n+++ b/model.py\n" in result.stdout
+    assert "--- a/model.py\n+++ b/model.py\n" in result.stdout
     assert f"-{SAFE_LINE}+{SAFE_FIXED}" in result.stdout and "x = x + 1" not in result.stdout
-    assert "Would fix 1 error." in result.stderr
+    assert result.stderr == "Would fix 1 error (1 more with --unsafe-fixes).\n"  # x += 1's fix is unsafe
+    unsafe = lint(project, "--diff", "--unsafe-fixes", ".")
+    assert "x = x + 1" in unsafe.stdout and unsafe.stderr == "Would fix 2 errors.\n"
     assert (project / "model.py").read_text(encoding="utf-8") == MODEL
     nothing = lint(project, "--diff", "clean.py")
     assert nothing.returncode == 0 and nothing.stdout == ""
@@ -104,13 +110,17 @@ def test_fixed_file_keeps_encoding_bom_newlines_and_permissions(tmp_path: Path) 
     result = lint(tmp_path, "--fix", ".")
     assert result.returncode == 1, result.stderr
     assert latin.read_bytes() == text.replace(SAFE_LINE, SAFE_FIXED).encode("latin-1")
-    assert bom.read_bytes() == data.replace(SAFE_LINE.replace("\n", "\r\n").encode(), SAFE_FIXED.replace("\n", "\r\n").encode())
+    assert bom.read_bytes() == data.replace(
+        SAFE_LINE.replace("\n", "\r\n").encode(), SAFE_FIXED.replace("\n", "\r\n").encode()
+    )
     assert stat.S_IMODE(os.stat(bom).st_mode) == 0o751
     assert sorted(path.name for path in tmp_path.glob("*.py")) == ["bom.py", "latin.py"]
     assert not list(tmp_path.glob(".*.tmp"))  # no temporary file left behind
 
 
-def test_a_file_whose_relint_fails_is_left_unfixed_and_the_run_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_file_whose_relint_fails_is_left_unfixed_and_the_run_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from click.testing import CliRunner
 
     from torchlint_inplace import cli
@@ -119,14 +129,17 @@ def test_a_file_whose_relint_fails_is_left_unfixed_and_the_run_goes_on(tmp_path:
     broken, fine = tmp_path / "broken.py", tmp_path / "fine.py"
     broken.write_text(MODEL)
     fine.write_text(MODEL)
-    real = fix_run.lint_text
+    real = fix_run.fix_file
 
-    def lint_text(path, text, settings, project):
-        if Path(path).name == "broken.py":
-            raise KeyError("boom")
-        return real(path, text, settings, project)
+    def fix_file(path, text, findings, relint, unsafe):
+        def failing(new_text):
+            if path.name == "broken.py":
+                raise KeyError("boom")
+            return relint(new_text)
 
-    monkeypatch.setattr(fix_run, "lint_text", lint_text)
+        return real(path, text, findings, failing, unsafe)
+
+    monkeypatch.setattr(fix_run, "fix_file", fix_file)
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(cli.main, ["--isolated", "--fix", "--format", "concise", "broken.py", "fine.py"])
     assert result.exit_code == 1, result.output

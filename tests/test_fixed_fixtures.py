@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from support import every_rule
 from test_fixtures import FIXTURE_FILES, FIXTURES, _kind, fixture_root, drivers, lines_executed, load_fixture
-from torchlint_inplace.runner import check_source
+from torchlint_inplace.api import lint_source
 
 FIXED = FIXTURES / "_fixed"
 REGENERATE = "regenerate with `python tests/test_fixed_fixtures.py` and review the diff"
@@ -81,7 +82,7 @@ FIXED_FILES = sorted(FIXED.rglob("*.py"))
 def test_fixed_file_compiles_and_keeps_only_unfixable_findings(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     compile(text, str(path), "exec", dont_inherit=True)
-    fixable = [f"line {f.line} {f.code}" for f in check_source(str(path), text) if f.fix is not None]
+    fixable = [f"line {f.line} {f.code}" for f in lint_source(text, str(path), every_rule()) if f.fix is not None]
     assert not fixable, f"findings with a fix remain after fixing: {fixable}"
 
 
@@ -91,7 +92,7 @@ def test_every_fixed_file_without_unfixable_hazards_lints_clean() -> None:
     tensor changes, so rebinding or cloning the view would be wrong)."""
     remaining = {}
     for path in FIXED_FILES:
-        codes = {f.code for f in check_source(str(path), path.read_text(encoding="utf-8"))}
+        codes = {f.code for f in lint_source(path.read_text(encoding="utf-8"), str(path), every_rule())}
         if codes:
             remaining[path.relative_to(FIXED).as_posix()] = sorted(codes)
     assert remaining == {"views/view_then_mutate.py": ["TIP001", "TIP002", "TIP003"]}
@@ -101,7 +102,7 @@ def test_every_fixed_file_without_unfixable_hazards_lints_clean() -> None:
 
 
 def _remaining_lines(unit_root: Path) -> dict[str, set[int]]:
-    return {str(path): {f.line for f in check_source(str(path), path.read_text(encoding="utf-8"))} for path in unit_root.rglob("*.py")}
+    return {str(path): {f.line for f in lint_source(path.read_text(encoding="utf-8"), str(path), every_rule())} for path in unit_root.rglob("*.py")}
 
 
 DRIVER_CASES = [(path, name) for path in FIXED_FILES for name in drivers(path)]
@@ -116,7 +117,7 @@ def test_fixed_driver_runs_clean(path: Path, driver: str) -> None:
     from test_fixtures import run_driver
 
     root = fixture_root(path) or path
-    remaining = _remaining_lines(root) if root.is_dir() else {str(path): {f.line for f in check_source(str(path), path.read_text(encoding="utf-8"))}}
+    remaining = _remaining_lines(root) if root.is_dir() else {str(path): {f.line for f in lint_source(path.read_text(encoding="utf-8"), str(path), every_rule())}}
     function = getattr(load_fixture(path), driver)
     torch.manual_seed(0)
     with lines_executed(list(map(Path, remaining))) as executed:

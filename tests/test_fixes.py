@@ -13,7 +13,9 @@ import pytest
 
 from torchlint_inplace.diagnostics import Applicability, Edit, Finding, Fix, Position, Severity, Span
 from torchlint_inplace.fixes.apply import MAX_ROUNDS, apply_edits, encode, fix_text, write_atomically
-from torchlint_inplace.runner import check_source
+from support import every_rule
+
+from torchlint_inplace.api import lint_source
 from torchlint_inplace.source import decode
 
 
@@ -25,11 +27,11 @@ def module(body: str, header: str = "import torch\nimport torch.nn.functional as
 
 
 def fix_all(text: str, unsafe: bool = True) -> str:
-    return fix_text(PATH, text, lambda source: check_source(PATH, source), unsafe).text
+    return fix_text(PATH, text, lambda source: lint_source(source, PATH, every_rule()), unsafe).text
 
 
 def only_fix(text: str) -> Fix:
-    fixes = [finding.fix for finding in check_source(PATH, text)]
+    fixes = [finding.fix for finding in lint_source(text, PATH, every_rule())]
     assert len(fixes) == 1 and fixes[0] is not None, fixes
     return fixes[0]
 
@@ -90,7 +92,7 @@ def test_a_write_through_a_view_of_another_tensor_gets_no_fix() -> None:
                 view.add_(blurred)
                 return output, y
     """)
-    findings = check_source(PATH, text)
+    findings = lint_source(text, PATH, every_rule())
     assert [finding.code for finding in findings] == ["TIP001"] and findings[0].fix is None
 
 
@@ -162,7 +164,7 @@ def test_index_assignment_saved_by_its_own_value_gets_no_fix() -> None:
                 x[:, :2] = self.conv(x[:, :2])
                 return x
     """)
-    findings = check_source(PATH, text)
+    findings = lint_source(text, PATH, every_rule())
     assert [finding.code for finding in findings] == ["TIP002"] and findings[0].fix is None
     assert fix_all(text) == text
 
@@ -183,7 +185,7 @@ def test_inplace_module_is_built_out_of_place_and_functional_loses_the_flag() ->
             y = x * nn.Parameter(w)
             return F.relu(x, inplace=True) + y
     """)
-    findings = check_source(PATH, text)
+    findings = lint_source(text, PATH, every_rule())
     assert {f.fix.applicability for f in findings if f.code == "TIP004"} == {Applicability.UNSAFE}
     fixed = fix_all(text)
     assert "self.act = nn.ReLU(inplace=False)" in fixed and "F.relu(x) + y" in fixed
@@ -200,7 +202,7 @@ def test_leaf_writes_are_wrapped_in_no_grad_and_need_torch() -> None:
     assert "    with torch.no_grad():\n        table.div_(2)\n" in fixed
     assert only_fix(module(body)).applicability is Applicability.UNSAFE
     without_module_name = module(body.replace("torch.randn", "randn"), header="from torch import randn\n")
-    assert all(f.fix is None for f in check_source(PATH, without_module_name))
+    assert all(f.fix is None for f in lint_source(without_module_name, PATH, every_rule()))
 
 
 def test_argument_write_clones_after_the_docstring() -> None:

@@ -27,13 +27,17 @@ from types import FrameType, ModuleType
 
 import pytest
 
-from torchlint_inplace.runner import check_source
+from support import every_rule
+
+from torchlint_inplace import registry
+from torchlint_inplace.api import lint_source
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 # fixtures/_fixed/ holds what --fix makes of them (tests/test_fixed_fixtures.py), not fixtures.
 FIXTURE_FILES = sorted(path for path in FIXTURES.rglob("*.py") if "_fixed" not in path.relative_to(FIXTURES).parts)
-RULE_CODES = frozenset(f"TIP{n:03d}" for n in range(1, 10))
-RULE_FOLDERS = sorted(f"tip{n:03d}" for n in range(1, 10))
+# Each rule of the registry has a folder of fixtures named after its code (fixtures/tip001/, ...).
+RULE_CODES = frozenset(registry.codes())
+RULE_FOLDERS = sorted(code.lower() for code in RULE_CODES)
 DRIVER_KINDS = ("raises", "safe", "silent")
 
 EXPECT_COMMENT = re.compile(r"#\s*expect:\s*(?P<codes>[^#]*)")
@@ -42,8 +46,10 @@ SAFE_COMMENT = re.compile(r"#\s*safe:")
 # the analysis does not report yet carries `# expect: TIP002  # known-miss: why`, a safe line it
 # wrongly reports carries `# safe: ...  # known-false-positive: TIP009 why`. The static check
 # holds the analysis to exactly that, so fixing a gap makes the test ask for the marker to go.
-KNOWN_MISS_COMMENT = re.compile(r"#\s*known-miss:")
-KNOWN_FALSE_POSITIVE_COMMENT = re.compile(r"#\s*known-false-positive:\s*(?P<code>TIP\d{3})")
+# Each rule's documentation lists them as its known problems (`known_problems` below, read by
+# scripts/gen_docs.py).
+KNOWN_MISS_COMMENT = re.compile(r"#\s*known-miss:\s*(?P<why>.*)")
+KNOWN_FALSE_POSITIVE_COMMENT = re.compile(r"#\s*known-false-positive:\s*(?P<code>TIP\d{3})\s*(?P<why>.*)")
 
 # What autograd says when an in-place write breaks it: the version-counter check at backward,
 # the checks that refuse the write on the spot (leaf, view of a leaf, multi-output view, view
@@ -91,6 +97,16 @@ def reported_today(text: str) -> Counter[tuple[int, str]]:
     return expected
 
 
+def known_problems(text: str) -> Iterator[tuple[str, str, str]]:
+    """(code, "miss" or "false-positive", why) for each known limitation a fixture records."""
+    expected = expected_findings(text)
+    for line, match in _comment_lines(text, KNOWN_MISS_COMMENT):
+        for code in sorted({code for at, code in expected if at == line}):
+            yield code, "miss", match["why"].strip()
+    for _, match in _comment_lines(text, KNOWN_FALSE_POSITIVE_COMMENT):
+        yield match["code"], "false-positive", match["why"].strip()
+
+
 def safe_lines(text: str) -> set[int]:
     return {line for line, _ in _comment_lines(text, SAFE_COMMENT)}
 
@@ -114,7 +130,7 @@ def _kind(driver: str) -> str:
 @pytest.mark.parametrize("path", FIXTURE_FILES, ids=_test_id)
 def test_findings_match_inline_expectations(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
-    findings = check_source(str(path), text, select=None)
+    findings = lint_source(text, path, every_rule())
     reported = Counter((f.line, f.code) for f in findings)
     expected = reported_today(text)
     messages = {(f.line, f.code): f.message for f in findings}
@@ -128,7 +144,7 @@ def test_findings_match_inline_expectations(path: Path) -> None:
 
 @pytest.mark.parametrize("path", FIXTURE_FILES, ids=_test_id)
 def test_hazard_messages_name_a_reason(path: Path) -> None:
-    findings = check_source(str(path), path.read_text(encoding="utf-8"), select=None)
+    findings = lint_source(path.read_text(encoding="utf-8"), path, every_rule())
     vague = [f"line {f.line} {f.code}: {f.message}" for f in findings if f.code in RULE_CODES and "line" not in f.message]
     assert not vague, "findings that do not name the saving op's or other reader's line:\n" + "\n".join(vague)
 

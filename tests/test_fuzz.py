@@ -6,7 +6,7 @@ tokens, random bytes, deep nesting, very long lines, mixed tabs and spaces, CRLF
 a BOM, form feeds, other encodings with and without a coding cookie, null bytes).
 
 For every input the oracle asserts that
-- `runner.check_file` returns (nothing escapes) and reports no "internal error" TIP000: an
+- `linting.Checker.check` returns (nothing escapes) and reports no "internal error" TIP000: an
   exception of ours turned into a finding is still a crash found;
 - the CLI with `--fix --unsafe-fixes` exits 0 or 1 with no traceback, and leaves the file
   byte for byte as it was or writes a file that compiles.
@@ -29,13 +29,11 @@ import hypothesmith
 import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings, strategies as st
+from support import check_file, every_rule
 
-from torchlint_inplace import analysis
 from torchlint_inplace.cli import main
-from torchlint_inplace.config import Settings
 from torchlint_inplace.diagnostics import NOT_CHECKED_CODE
-from torchlint_inplace.registry import all_rules
-from torchlint_inplace.runner import INTERNAL_ERROR, check_file
+from torchlint_inplace.linting import INTERNAL_ERROR
 
 pytestmark = pytest.mark.slow  # fuzzing
 
@@ -47,7 +45,7 @@ settings.register_profile("ci", max_examples=int(os.environ.get("FUZZ_EXAMPLES",
 settings.register_profile("long", max_examples=int(os.environ.get("FUZZ_EXAMPLES", 5000)), **_COMMON)
 settings.load_profile(os.environ.get("FUZZ_PROFILE", "ci"))
 
-ALL_RULES = Settings(root="/", select=tuple(rule.code for rule in all_rules()), preview=True)
+ALL_RULES = every_rule(preview=True)
 
 
 # --- the oracle -----------------------------------------------------------------------------
@@ -65,7 +63,7 @@ def compiles(data: bytes) -> bool:
 
 def assert_checks_cleanly(path: Path) -> None:
     """check_file returns, and any TIP000 it reports is a clean per-file error, not our bug."""
-    result = check_file(path, ALL_RULES, analysis.Project())
+    result = check_file(path, ALL_RULES, prepass=False)
     internal = [f.message for f in result.findings if f.code == NOT_CHECKED_CODE and f.message.startswith(INTERNAL_ERROR)]
     assert not internal, f"{internal[0]}\n{result.traceback}"
     assert result.traceback is None
@@ -238,7 +236,7 @@ def test_generated_syntax_trees(tmp_path_factory: pytest.TempPathFactory, code: 
 
 REGRESSIONS = [
     # LibCST's native parser overflowed the C stack (segfault) on nesting Python refuses;
-    # the runner now asks Python's parser first.
+    # the linter now asks Python's parser first.
     pytest.param(b"y = " + b"f(" * 3000 + b"x" + b")" * 3000 + b"\n", id="segfault-nested-calls"),
     pytest.param(b"y = " + b"[" * 3000 + b"]" * 3000 + b"\n", id="segfault-nested-lists"),
     pytest.param(b"y = " + b"lambda: " * 4000 + b"x\n", id="segfault-nested-lambdas"),

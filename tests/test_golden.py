@@ -25,7 +25,13 @@ from torchlint_inplace import cli
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / "tests" / "golden"
 INPUTS = GOLDEN / "inputs"
-GOLDEN_FILES = {"full": "full.txt", "concise": "concise.txt", "json": "report.json", "sarif": "report.sarif", "github": "github.txt"}
+GOLDEN_FILES = {
+    "full": "full.txt",
+    "concise": "concise.txt",
+    "json": "report.json",
+    "sarif": "report.sarif",
+    "github": "github.txt",
+}
 JSON_SCHEMA = REPO / "docs" / "json-schema.json"
 SARIF_SCHEMA = REPO.parent / "shared" / "data" / "sarif-schema-2.1.0.json"  # beside the checkout, never copied into it
 REGENERATE = "python tests/test_golden.py"
@@ -40,7 +46,10 @@ def render(format: str) -> str:
     """The report of `format` for the golden inputs, run from the repository root so that
     paths are shown as `tests/golden/inputs/...` on every machine."""
     with contextlib.chdir(REPO):
-        result = CliRunner().invoke(cli.main, ["--isolated", "--no-cache", "--jobs", "1", "--format", format, INPUTS.relative_to(REPO).as_posix()])
+        result = CliRunner().invoke(
+            cli.main,
+            ["--isolated", "--no-cache", "--jobs", "1", "--format", format, INPUTS.relative_to(REPO).as_posix()],
+        )
     assert result.exit_code == 1, result.output  # the inputs hold findings
     return result.stdout.replace(CHECKOUT_URI, CHECKOUT_STAND_IN)
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 from fakes import fake_rules  # noqa: F401 - a fixture
+from support import every_rule
 
 from torchlint_inplace import noqa
+from torchlint_inplace.api import lint_source
 from torchlint_inplace.diagnostics import Finding, Position, Severity, Span, not_checked
-from torchlint_inplace.runner import check_source
 
 
 def finding(code: str, line: int) -> Finding:
@@ -21,9 +22,22 @@ def kept(text: str, *findings: Finding) -> list[tuple[str, int]]:
 
 @pytest.mark.parametrize(
     "comment",
-    ["# noqa", "#noqa", "# NOQA", "# NoQa", "#  noqa  ", "# noqa: TIP001", "# noqa:TIP001", "# noqa:   TIP001",
-     "# noqa: TIP003, TIP001", "# noqa: TIP003,TIP001", "# noqa: TIP003 TIP001", "# noqa: tip001", "# type: ignore  # noqa: TIP001",
-     "# noqa: TIP001 because the tensor is a copy"],
+    [
+        "# noqa",
+        "#noqa",
+        "# NOQA",
+        "# NoQa",
+        "#  noqa  ",
+        "# noqa: TIP001",
+        "# noqa:TIP001",
+        "# noqa:   TIP001",
+        "# noqa: TIP003, TIP001",
+        "# noqa: TIP003,TIP001",
+        "# noqa: TIP003 TIP001",
+        "# noqa: tip001",
+        "# type: ignore  # noqa: TIP001",
+        "# noqa: TIP001 because the tensor is a copy",
+    ],
 )
 def test_directives_that_suppress_tip001(comment: str) -> None:
     assert kept(f"x.add_(1)  {comment}\n", finding("TIP001", 1)) == []
@@ -73,13 +87,13 @@ def test_comments_before_a_tokenizer_error_still_count() -> None:
 def test_multi_line_statement_is_suppressed_on_its_first_line_only() -> None:
     first = "y = mutate(  # noqa: TIP001\n    x,\n)\n"
     later = "y = mutate(\n    x,  # noqa: TIP001\n)\n"
-    assert check_source("m.py", first) == []
-    assert [(f.code, f.line) for f in check_source("m.py", later)] == [("TIP001", 1)]
+    assert lint_source(first, "m.py", every_rule()) == []
+    assert [(f.code, f.line) for f in lint_source(later, "m.py", every_rule())] == [("TIP001", 1)]
 
 
 @pytest.mark.usefixtures("fake_rules")
-def test_check_source_applies_noqa_and_file_directive() -> None:
+def test_lint_source_applies_noqa_and_file_directive() -> None:
     text = "mutate(1)  # noqa\nmutate(2)\nother(3)  # noqa: TIP001\n"
-    assert [(f.code, f.line) for f in check_source("m.py", text)] == [("TIP001", 2), ("TIP003", 3)]
-    assert check_source("m.py", "# torchlint-inplace: noqa\n" + text) == []
-    assert [f.code for f in check_source("m.py", "# torchlint-inplace: noqa\ndef f(:\n")] == ["TIP000"]
+    assert [(f.code, f.line) for f in lint_source(text, "m.py", every_rule())] == [("TIP001", 2), ("TIP003", 3)]
+    assert lint_source("# torchlint-inplace: noqa\n" + text, "m.py", every_rule()) == []
+    assert [f.code for f in lint_source("# torchlint-inplace: noqa\ndef f(:\n", "m.py", every_rule())] == ["TIP000"]

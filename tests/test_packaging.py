@@ -156,7 +156,9 @@ def test_installed_catalogue_documents_the_rules(run_installed) -> None:
 
 @pytest.mark.slow
 def test_installed_linter_flags_the_seed_example_and_passes_its_fix(run_installed, seed_files) -> None:
-    hazard = run_installed("torchlint-inplace", "--format", "json", seed_files.hazard.name, cwd=seed_files.hazard.parent)
+    hazard = run_installed(
+        "torchlint-inplace", "--format", "json", seed_files.hazard.name, cwd=seed_files.hazard.parent
+    )
     assert hazard.returncode == 1, hazard.stderr
     (finding,) = json_findings(hazard)
     assert (finding["code"], finding["location"]["row"]) == ("TIP002", seed_files.mutation_line)
@@ -181,4 +183,3 @@ def test_installed_module_runs_with_python_dash_m(run_installed, wheel: Path) ->
     version = wheel.name.split("-")[1]
     result = checked(run_installed("python", "-m", "torchlint_inplace", "--version"))
     assert version in result.stdout
-

@@ -9,10 +9,10 @@ import pytest
 from click.testing import CliRunner
 
 from torchlint_inplace import config
+from torchlint_inplace.analysis import project
+from torchlint_inplace.api import PARALLEL_FROM, lint_paths
 from torchlint_inplace.cli import main
 from torchlint_inplace.discovery import discover
-from torchlint_inplace.analysis import project
-from torchlint_inplace.runner import PARALLEL_FROM, check_files
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -31,8 +31,8 @@ def test_parallel_results_equal_serial_results(corpus: Path) -> None:
     settings = config.resolve(config.Overrides(isolated=True))
     paths = list(discover([corpus], settings))
     assert len(paths) >= PARALLEL_FROM  # or the pool would not even start
-    serial = check_files(paths, settings, jobs=1)
-    parallel = check_files(paths, settings, jobs=3)
+    serial = lint_paths(paths, settings, jobs=1).files
+    parallel = lint_paths(paths, settings, jobs=3).files
     assert [result.path for result in parallel] == [str(path) for path in paths]
     assert [(r.path, r.findings) for r in parallel] == [(r.path, r.findings) for r in serial]
     assert sum(len(result.findings) for result in serial) > 20
@@ -41,7 +41,9 @@ def test_parallel_results_equal_serial_results(corpus: Path) -> None:
 @pytest.mark.slow  # lints a corpus several times
 def test_cli_output_is_identical_for_any_jobs(corpus: Path) -> None:
     outputs = {
-        jobs: CliRunner().invoke(main, ["--isolated", "--no-cache", "--format", "json", "--jobs", str(jobs), str(corpus)]).stdout
+        jobs: CliRunner()
+        .invoke(main, ["--isolated", "--no-cache", "--format", "json", "--jobs", str(jobs), str(corpus)])
+        .stdout
         for jobs in (1, 2, 4)
     }
     assert outputs[1].count('"code"') > 20
@@ -54,7 +56,7 @@ def test_a_project_that_keeps_one_tree_at_a_time_changes_nothing(corpus: Path, m
     findings must not notice: a forgotten callee is read again."""
     settings = config.resolve(config.Overrides(isolated=True))
     paths = list(discover([corpus], settings))
-    shared = check_files(paths, settings)
+    shared = lint_paths(paths, settings).files
     monkeypatch.setattr(project, "MAX_CACHED_SOURCE", 1)
-    forgetful = check_files(paths, settings)
+    forgetful = lint_paths(paths, settings).files
     assert [(r.path, r.findings) for r in forgetful] == [(r.path, r.findings) for r in shared]

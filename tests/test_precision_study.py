@@ -9,7 +9,7 @@ from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "precision_study.py"
 
-HAZARD = '''import torch
+HAZARD = """import torch
 from torch import nn
 
 
@@ -22,7 +22,7 @@ class Gate(nn.Module):
         s = torch.sigmoid(self.fc(x))
         s.mul_(2)
         return s
-'''
+"""
 
 
 def _script():

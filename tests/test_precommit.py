@@ -45,7 +45,18 @@ def try_hook(tmp_path: Path):
         target.write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
         subprocess.run(["git", "add", target.name], cwd=project, env=env, check=True)
         return subprocess.run(
-            [sys.executable, "-m", "pre_commit", "try-repo", str(REPO), HOOK_ID, "--files", target.name, "--color", "never"],
+            [
+                sys.executable,
+                "-m",
+                "pre_commit",
+                "try-repo",
+                str(REPO),
+                HOOK_ID,
+                "--files",
+                target.name,
+                "--color",
+                "never",
+            ],
             cwd=project,
             env=env,
             capture_output=True,

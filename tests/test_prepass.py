@@ -14,14 +14,16 @@ from pathlib import Path
 import pytest
 
 from torchlint_inplace import prepass, source
-from torchlint_inplace.runner import analyze_source
+from support import every_rule
+
+from torchlint_inplace.api import lint_source
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 TORCH_SAMPLE_SIZE = 40
 
 
 def _full_analysis(path: Path, text: str) -> list[str]:
-    return [f"{f.line} {f.code}" for f in analyze_source(str(path), text, select=None, preview=True, prepass=None).findings]
+    return [f"{f.line} {f.code}" for f in lint_source(text, path, every_rule(preview=True), prepass=False)]
 
 
 def _skipped(paths: list[Path]) -> list[Path]:

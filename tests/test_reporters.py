@@ -70,7 +70,11 @@ def build_report(root: Path, fixed: int = 0, files_checked: int = 4) -> Report:
             consequence="raises at backward",
             related=(Related(model, span(6, 12, 6, 22), "`*` saved it for backward here"),),
             help="assign into a copy: `t = t.clone()` first",
-            fix=Fix("Clone `t` before the assignment", (Edit(span(8, 8, 8, 8), "t = t.clone()\n        "),), Applicability.UNSAFE),
+            fix=Fix(
+                "Clone `t` before the assignment",
+                (Edit(span(8, 8, 8, 8), "t = t.clone()\n        "),),
+                Applicability.UNSAFE,
+            ),
         ),
         Finding(
             path=head,
@@ -107,7 +111,7 @@ def test_concise_is_one_line_per_finding_with_relative_paths_and_summary(report)
         "broken.py:2:5: TIP000 syntax error: unexpected indent\n"
         "src/model.py:8:9: TIP002 `t` is modified in place here but `*` at line 6 saved it for backward; backward() will raise\n"
         "src/modèle.py:3:5: TIP001 [*] `h` is modified in place here but `sigmoid` at line 2 saved its result, which aliases `h`\n"
-        "Found 3 errors in 3 files (4 files checked).\n"
+        "Found 3 errors in 3 files (4 files checked). [*] 1 fixable with --fix (1 more with --unsafe-fixes).\n"
     )
 
 
@@ -150,7 +154,7 @@ src/modèle.py:3:5: TIP001 [*] `h` is modified in place here but `sigmoid` at li
   = consequence: silently changes `out` read at line 6
   = fix: [*] Use `h = h.mul(2)` (safe)
 
-Found 3 errors in 3 files (4 files checked).
+Found 3 errors in 3 files (4 files checked). [*] 1 fixable with --fix (1 more with --unsafe-fixes).
 """
 
 
@@ -263,7 +267,13 @@ def test_json_matches_documented_schema(report, tmp_path):
     assert saved["fix"] == {
         "applicability": "unsafe",
         "message": "Clone `t` before the assignment",
-        "edits": [{"content": "t = t.clone()\n        ", "location": {"row": 8, "column": 9}, "end_location": {"row": 8, "column": 9}}],
+        "edits": [
+            {
+                "content": "t = t.clone()\n        ",
+                "location": {"row": 8, "column": 9},
+                "end_location": {"row": 8, "column": 9},
+            }
+        ],
     }
     assert document["findings"][0]["fix"] is None and document["files_checked"] == 4
 
@@ -303,7 +313,10 @@ def test_sarif_validates_against_official_schema(sarif, tmp_path):
 
 def test_sarif_driver_lists_catalogue_and_tip000_with_help(sarif):
     driver = sarif["runs"][0]["tool"]["driver"]
-    assert driver["name"] == "torchlint-inplace" and driver["informationUri"] == "https://pypi.org/project/torchlint-inplace/"
+    assert (
+        driver["name"] == "torchlint-inplace"
+        and driver["informationUri"] == "https://pypi.org/project/torchlint-inplace/"
+    )
     rules = {rule["id"]: rule for rule in driver["rules"]}
     assert set(rules) == {"TIP000", "TIP001", "TIP002"}  # TIP002 is not in the (fake) catalogue but was reported
     assert rules["TIP001"]["defaultConfiguration"] == {"level": "warning"}
@@ -338,7 +351,9 @@ def test_sarif_fingerprints_survive_moved_lines_and_separate_identical_lines(tmp
     path = str(tmp_path / "m.py")
     source = "x.add_(1)\nx.add_(1)\n"
     before = fingerprints(Report([not_checked(path, "m", 1), not_checked(path, "m", 2)], 1, tmp_path, {path: source}))
-    after = fingerprints(Report([not_checked(path, "m", 3), not_checked(path, "m", 4)], 1, tmp_path, {path: "\n\n" + source}))
+    after = fingerprints(
+        Report([not_checked(path, "m", 3), not_checked(path, "m", 4)], 1, tmp_path, {path: "\n\n" + source})
+    )
     assert before == after
     assert before[0].endswith(":1") and before[1].endswith(":2") and before[0][:-2] == before[1][:-2]
     other = fingerprints(Report([not_checked(path, "m", 1)], 1, tmp_path, {path: "x.mul_(2)\n"}))
@@ -347,6 +362,8 @@ def test_sarif_fingerprints_survive_moved_lines_and_separate_identical_lines(tmp
 
 def test_sarif_file_outside_root_gets_absolute_uri(tmp_path):
     outside = tmp_path / "elsewhere.py"
-    document = json.loads(render("sarif", Report([not_checked(str(outside), "unreadable")], 1, tmp_path / "project", {})))
+    document = json.loads(
+        render("sarif", Report([not_checked(str(outside), "unreadable")], 1, tmp_path / "project", {}))
+    )
     artifact = document["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
     assert artifact == {"uri": outside.as_uri()}

@@ -38,11 +38,14 @@ from test_fixtures import (  # noqa: E402
 )
 
 from torchlint_inplace.diagnostics import Applicability, Edit, Finding, Fix, Position, Severity, Span  # noqa: E402
-from torchlint_inplace.runner import check_source  # noqa: E402
+from support import every_rule  # noqa: E402
+
+from torchlint_inplace import registry  # noqa: E402
+from torchlint_inplace.api import lint_source  # noqa: E402
 from torchlint_inplace.runtime.confirm import ConfirmOptions, confirm_files  # noqa: E402
 
 # The fixture folders whose labels are settled (realworld/ and precision/ are still growing).
-FOLDERS = ("control_flow", "seeds", "views", *(f"tip{n:03d}" for n in range(1, 10)))
+FOLDERS = ("control_flow", "seeds", "views", *(code.lower() for code in registry.codes()))
 TIMEOUT_S = 10.0
 
 # Hazard lines --confirm cannot prove, by a piece of their text, and why.
@@ -302,7 +305,7 @@ def _fix_jobs(project: Path) -> dict[str, Finding]:
     for name, text in FIX_PACKAGE.items():
         (package / name).write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
     model = package / "model.py"
-    found = {finding.code: finding for finding in check_source(str(model), model.read_text(encoding="utf-8"))}
+    found = {finding.code: finding for finding in lint_source(model.read_text(encoding="utf-8"), str(model), every_rule())}
     assert set(found) == {"TIP004", "TIP007"} and all(finding.fix is not None for finding in found.values())
     keyword = _line(model, "inplace=True")
     column = model.read_text(encoding="utf-8").splitlines()[keyword - 1].index("True")
@@ -331,7 +334,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict:
             continue
         text = path.read_text(encoding="utf-8")
         expected = expected_findings(text)
-        found = [f for f in check_source(str(path), text) if (f.line, f.code) in expected]
+        found = [f for f in lint_source(text, str(path), every_rule()) if (f.line, f.code) in expected]
         looks_alike = [_finding(path, line) for line in sorted(safe_lines(text))]
         hazards += found
         safe += looks_alike

@@ -3,7 +3,7 @@
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     """`torchlint_inplace.trace` and its error, imported on first use: the static linter never loads torch."""
     if name in ("trace", "InplaceCulpritError"):
         from . import runtime

@@ -1,11 +1,15 @@
-"""The settings of one run: the `[tool.torchlint-inplace]` table, overridden by command-line flags.
+"""The settings of each checked file: the `[tool.torchlint-inplace]` table, overridden by command-line flags.
 
-Which file: `--config PATH` if given (a pyproject.toml, read at its `[tool.torchlint-inplace]`
-table, or any other .toml file holding the same keys at top level); nothing with `--isolated`;
-otherwise the nearest `pyproject.toml` that has a `[tool.torchlint-inplace]` table, walking up
-from the current directory (pyproject files without the table are skipped, as ruff does). The
-directory of that file is the project root that `exclude` and `per-file-ignores` patterns are
-relative to; without a file it is the current directory.
+Which file, as ruff decides it: `--config PATH` if given (a pyproject.toml, read at its
+`[tool.torchlint-inplace]` table, or any other .toml file holding the same keys at top level),
+for every file of the run; nothing with `--isolated`; otherwise, for each checked file, the
+nearest `pyproject.toml` above *that file* that has a `[tool.torchlint-inplace]` table
+(pyproject files without the table are skipped, as ruff does), so `torchlint-inplace proj`
+run from the parent honours `proj/pyproject.toml`. The directory of that file is the project
+root that `exclude` and `per-file-ignores` patterns are relative to; without a file it is the
+current directory. `Resolver` answers "which settings for this path" and reads each
+pyproject.toml once per run; a `Settings` answers the same question with itself, so code that
+walks or checks files takes either (`Configuration`).
 
 Rule selection follows ruff: `select` replaces the default set, `extend-select` adds to it,
 `ignore` removes; selectors are codes or prefixes (`TIP0`, `TIP`, `ALL`) and, within one layer,
@@ -23,6 +27,7 @@ import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 from . import registry
 from .diagnostics import NOT_CHECKED_CODE
@@ -69,6 +74,21 @@ class Settings:
     preview: bool = False
     config_path: str | None = None
     confirm: tuple[tuple[str, str], ...] = ()  # class name -> JSON {args, kwargs, inputs}, for --confirm
+
+    def for_path(self, path: Path | str) -> Settings:
+        """The same settings for every file: a `Settings` is a `Configuration` of one answer."""
+        return self
+
+    def for_directory(self, directory: Path | str) -> Settings:
+        return self
+
+
+class Configuration(Protocol):
+    """What decides the settings of each file: a `Resolver`, or one `Settings` for all."""
+
+    def for_path(self, path: Path | str) -> Settings: ...
+
+    def for_directory(self, directory: Path | str) -> Settings: ...
 
 
 @dataclass(frozen=True)
@@ -120,7 +140,11 @@ def _matching(selector: str, preview: bool) -> set[str]:
     rules = registry.all_rules()
     if selector == "ALL":
         return {rule.code for rule in rules if preview or rule.default_enabled}
-    return {rule.code for rule in rules if rule.code == selector or (rule.code.startswith(selector) and (preview or rule.default_enabled))}
+    return {
+        rule.code
+        for rule in rules
+        if rule.code == selector or (rule.code.startswith(selector) and (preview or rule.default_enabled))
+    }
 
 
 def validate_selector(selector: str, where: str) -> None:
@@ -133,7 +157,9 @@ def resolve_selection(layers: Sequence[Selection], preview: bool) -> tuple[str, 
     enabled = {rule.code for rule in registry.all_rules() if preview or rule.default_enabled}
     for layer in layers:
         updates: dict[str, bool] = {}
-        selectors = [(s, True) for s in (*(layer.select or ()), *layer.extend_select)] + [(s, False) for s in layer.ignore]
+        selectors = [(s, True) for s in (*(layer.select or ()), *layer.extend_select)] + [
+            (s, False) for s in layer.ignore
+        ]
         # Less specific first so more specific selectors override them; on a tie ignore wins.
         for selector, enable in sorted(selectors, key=lambda item: (_specificity(item[0]), not item[1])):
             for code in _matching(selector, preview) if enable else _matching(selector, True):
@@ -155,32 +181,41 @@ def expand_codes(selectors: Iterable[str]) -> tuple[str, ...]:
 # ---------------------------------------------------------------- reading the file
 
 
-def _string_list(table: Mapping, key: str, where: str) -> tuple[str, ...]:
+def _string_list(table: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
     value = table[key]
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise ConfigError(f"{key!r} must be a list of strings in {where}")
     return tuple(value)
 
 
-def _codes(table: Mapping, key: str, where: str) -> tuple[str, ...]:
+def _codes(table: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
     codes = _string_list(table, key, where)
     for code in codes:
         validate_selector(code, f"{key!r} of {where}")
     return codes
 
 
-def _per_file_ignores(table: Mapping, where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+def _per_file_ignores(table: Mapping[str, Any], where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     value = table["per-file-ignores"]
     if not isinstance(value, dict):
         raise ConfigError(f"'per-file-ignores' must be a table of glob = [codes] in {where}")
     return tuple((glob, expand_codes(_codes(value, glob, f"'per-file-ignores' of {where}"))) for glob in sorted(value))
 
 
-KNOWN_KEYS = ("select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude", "preview", "confirm")
+KNOWN_KEYS = (
+    "select",
+    "extend-select",
+    "ignore",
+    "per-file-ignores",
+    "exclude",
+    "extend-exclude",
+    "preview",
+    "confirm",
+)
 CONFIRM_KEYS = {"args": list, "kwargs": dict, "inputs": str}
 
 
-def _confirm(table: Mapping, where: str) -> tuple[tuple[str, str], ...]:
+def _confirm(table: Mapping[str, Any], where: str) -> tuple[tuple[str, str], ...]:
     """`[tool.torchlint-inplace.confirm.ClassName]`: how --confirm builds and feeds that class."""
     value = table["confirm"]
     if not isinstance(value, dict):
@@ -202,7 +237,7 @@ def _confirm(table: Mapping, where: str) -> tuple[tuple[str, str], ...]:
     return tuple(entries)
 
 
-def parse_table(table: Mapping, path: Path) -> FileConfig:
+def parse_table(table: Mapping[str, Any], path: Path) -> FileConfig:
     where = str(path)
     for key in table:
         if key not in KNOWN_KEYS:
@@ -225,7 +260,7 @@ def parse_table(table: Mapping, path: Path) -> FileConfig:
     )
 
 
-def _read_toml(path: Path) -> dict:
+def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as file:
             return tomllib.load(file)
@@ -235,7 +270,7 @@ def _read_toml(path: Path) -> dict:
         raise ConfigError(f"cannot read {path}: {error.strerror or error}") from None
 
 
-def _tool_table(document: dict, path: Path) -> dict | None:
+def _tool_table(document: dict[str, Any], path: Path) -> dict[str, Any] | None:
     table = document.get("tool", {}).get(TABLE) if isinstance(document.get("tool"), dict) else None
     if table is not None and not isinstance(table, dict):
         raise ConfigError(f"[tool.{TABLE}] must be a table in {path}")
@@ -250,20 +285,32 @@ def load_file(path: Path) -> FileConfig:
 
 
 def find_config(start: Path) -> FileConfig | None:
-    for directory in (start, *start.parents):
-        candidate = directory / "pyproject.toml"
-        if candidate.is_file():
-            table = _tool_table(_read_toml(candidate), candidate)
+    """The nearest pyproject.toml at or above the directory `start` that has our table."""
+    return _ConfigFinder().nearest(start)
+
+
+class _ConfigFinder:
+    """`find_config` for many directories, reading each pyproject.toml at most once."""
+
+    def __init__(self) -> None:
+        self._found: dict[Path, FileConfig | None] = {}
+
+    def nearest(self, directory: Path) -> FileConfig | None:
+        if directory not in self._found:
+            candidate = directory / "pyproject.toml"
+            # os.path.isfile: False, not an error, where we may not look
+            table = _tool_table(_read_toml(candidate), candidate) if os.path.isfile(candidate) else None
             if table is not None:
-                return parse_table(table, candidate)
-    return None
+                self._found[directory] = parse_table(table, candidate)
+            else:
+                self._found[directory] = None if directory.parent == directory else self.nearest(directory.parent)
+        return self._found[directory]
 
 
 # ---------------------------------------------------------------- putting it together
 
 
-def resolve(overrides: Overrides, cwd: Path | None = None) -> Settings:
-    cwd = Path(os.path.abspath(cwd or Path.cwd()))
+def _validate_command_line(overrides: Overrides) -> None:
     for where, selectors in (
         ("--select", overrides.selection.select or ()),
         ("--extend-select", overrides.selection.extend_select),
@@ -271,12 +318,9 @@ def resolve(overrides: Overrides, cwd: Path | None = None) -> Settings:
     ):
         for selector in selectors:
             validate_selector(selector, where)
-    if overrides.isolated:
-        file = FileConfig(path=None)
-    elif overrides.config is not None:
-        file = load_file(Path(os.path.abspath(overrides.config)))
-    else:
-        file = find_config(cwd) or FileConfig(path=None)
+
+
+def _settings(file: FileConfig, overrides: Overrides, cwd: Path) -> Settings:
     preview = overrides.preview if overrides.preview is not None else file.preview
     root = file.path.parent if file.path is not None else cwd
     exclude = overrides.exclude if overrides.exclude is not None else file.exclude
@@ -290,3 +334,39 @@ def resolve(overrides: Overrides, cwd: Path | None = None) -> Settings:
         config_path=str(file.path) if file.path is not None else None,
         confirm=file.confirm,
     )
+
+
+class Resolver:
+    """The settings of each file of one run (a `Configuration`), from the command line's
+    `Overrides` and the configuration files found above each file."""
+
+    def __init__(self, overrides: Overrides | None = None, cwd: Path | None = None) -> None:
+        self.overrides = overrides or Overrides()
+        self.cwd = Path(os.path.abspath(cwd or Path.cwd()))
+        _validate_command_line(self.overrides)
+        self._finder = _ConfigFinder()
+        self._by_directory: dict[Path, Settings] = {}
+        self._fixed: Settings | None = None
+        if self.overrides.isolated:
+            self._fixed = _settings(FileConfig(path=None), self.overrides, self.cwd)
+        elif self.overrides.config is not None:
+            self._fixed = _settings(load_file(Path(os.path.abspath(self.overrides.config))), self.overrides, self.cwd)
+
+    def for_path(self, path: Path | str) -> Settings:
+        return self.for_directory(Path(os.path.abspath(path)).parent)
+
+    def for_directory(self, directory: Path | str) -> Settings:
+        if self._fixed is not None:
+            return self._fixed
+        folder = Path(os.path.abspath(directory))
+        if folder not in self._by_directory:
+            self._by_directory[folder] = _settings(
+                self._finder.nearest(folder) or FileConfig(path=None), self.overrides, self.cwd
+            )
+        return self._by_directory[folder]
+
+
+def resolve(overrides: Overrides, cwd: Path | None = None) -> Settings:
+    """The settings of files in the directory `cwd` (default: the current directory)."""
+    resolver = Resolver(overrides, cwd)
+    return resolver.for_directory(resolver.cwd)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 
 class Severity(str, Enum):
@@ -72,7 +73,7 @@ class Finding:
     related: tuple[Related, ...] = ()
     help: str = ""
     fix: Fix | None = None
-    properties: dict = field(default_factory=dict, compare=False, hash=False)
+    properties: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def line(self) -> int:
@@ -83,8 +84,19 @@ class Finding:
         """What `--confirm` found running the code (`confirmed: raises`, `benign`, ...), if it ran."""
         return self.properties.get(CONFIRMATION)
 
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[str, int, int, str]:
         return (self.path, self.span.start.line, self.span.start.column, self.code)
+
+
+@dataclass(frozen=True)
+class RunWarning:
+    """Something about the run the user should hear that is no finding: a fix dropped, a file
+    that could not be written, a walk that found nothing. Library code returns these; the
+    command prints them (`warning: path:line: message`) on stderr."""
+
+    message: str
+    path: str | None = None
+    line: int | None = None
 
 
 # A file that could not be analysed is reported as a finding under this code, so that every

@@ -5,6 +5,8 @@ excludes or .gitignore say; the user asked for it. A named path that does not ex
 too, so that reading it reports it (TIP000), as ruff reports E902. Directories are walked in sorted order,
 skipping `exclude`/`extend-exclude` matches, virtualenvs and what .gitignore ignores, and
 following directory symlinks at most once per real directory so a symlink loop cannot hang.
+Each entry is matched against the excludes of its own directory's settings (a subproject's
+`pyproject.toml` excludes what lies under it, relative to itself).
 
 A directory that cannot be listed (permission denied, removed while the run walks it) and a
 named symbolic link to nothing are handed to `on_error` with a message for the user: the
@@ -20,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from . import gitignore
-from .config import Settings
+from .config import Configuration
 from .globs import matches_path
 
 PYTHON_SUFFIXES = (".py", ".pyi")
@@ -34,18 +36,24 @@ def _ignore_errors(path: Path, message: str) -> None:
 
 
 class _Walker:
-    def __init__(self, settings: Settings, on_error: OnError) -> None:
+    def __init__(self, configuration: Configuration, on_error: OnError) -> None:
         self.on_error = on_error
-        self.root = Path(settings.root)
-        self.excludes = (*settings.exclude, *settings.extend_exclude)
+        self.configuration = configuration
         self.seen_directories: set[str] = set()
 
-    def excluded(self, path: Path) -> bool:
-        try:
-            relative: str | None = path.relative_to(self.root).as_posix()
-        except ValueError:
-            relative = None
-        return any(matches_path(pattern, relative, path.name) for pattern in self.excludes)
+    def excluder(self, directory: Path) -> Callable[[Path], bool]:
+        """Whether an entry of `directory` is excluded, by that directory's settings."""
+        settings = self.configuration.for_directory(directory)
+        root, excludes = Path(settings.root), (*settings.exclude, *settings.extend_exclude)
+
+        def excluded(path: Path) -> bool:
+            try:
+                relative: str | None = path.relative_to(root).as_posix()
+            except ValueError:
+                relative = None
+            return any(matches_path(pattern, relative, path.name) for pattern in excludes)
+
+        return excluded
 
     def walk(self, directory: Path, ignore_files: list[gitignore.IgnoreFile] | None) -> Iterator[Path]:
         """Python files under `directory`; `ignore_files` is None outside a git repository."""
@@ -61,10 +69,11 @@ class _Walker:
         except OSError as error:
             self.on_error(directory, _unlistable(error))
             return
+        excluded = self.excluder(directory)
         for entry in entries:
             path = directory / entry.name
             is_dir = _is_dir(entry)
-            if self.excluded(path) or gitignore.is_ignored(path, is_dir, ignore_files or []):
+            if excluded(path) or gitignore.is_ignored(path, is_dir, ignore_files or []):
                 continue
             if is_dir:
                 if not os.path.exists(path / "pyvenv.cfg"):  # False, not an error, where we may not look
@@ -73,14 +82,14 @@ class _Walker:
                 yield path
 
 
-def _is_dir(entry: os.DirEntry) -> bool:
+def _is_dir(entry: os.DirEntry[str]) -> bool:
     try:
         return entry.is_dir()
     except OSError:
         return False
 
 
-def _is_file(entry: os.DirEntry) -> bool:
+def _is_file(entry: os.DirEntry[str]) -> bool:
     try:
         return entry.is_file()
     except OSError:
@@ -107,10 +116,12 @@ def _dangling_target(path: Path) -> str | None:
     return None
 
 
-def discover(paths: Iterable[Path | str], settings: Settings, on_error: OnError = _ignore_errors) -> tuple[Path, ...]:
+def discover(
+    paths: Iterable[Path | str], configuration: Configuration, on_error: OnError = _ignore_errors
+) -> tuple[Path, ...]:
     """Absolute paths of the files to check, sorted, without duplicates; what cannot be
     searched goes to `on_error` instead."""
-    walker = _Walker(settings, on_error)
+    walker = _Walker(configuration, on_error)
     files: set[Path] = set()
     for named in paths:
         path = Path(os.path.abspath(named))

@@ -24,9 +24,7 @@ def _bracket(pattern: str, start: int) -> tuple[str, int] | None:
     if index >= len(pattern):
         return None
     body = pattern[body_start:index]
-    members = "".join(
-        "-" if char == "-" else re.escape(char) for char in re.sub(r"\\(.)", r"\1", body)
-    )
+    members = "".join("-" if char == "-" else re.escape(char) for char in re.sub(r"\\(.)", r"\1", body))
     return f"[{'^' if negate else ''}{members}{'/' if negate else ''}]", index + 1
 
 
@@ -48,7 +46,9 @@ def translate(pattern: str) -> str:
         if pattern.startswith("**/", index) and (index == 0 or pattern[index - 1] == "/"):
             out.append("(?:.*/)?")
             index += 3
-        elif pattern.startswith("**", index) and index + 2 == len(pattern) and (index == 0 or pattern[index - 1] == "/"):
+        elif (
+            pattern.startswith("**", index) and index + 2 == len(pattern) and (index == 0 or pattern[index - 1] == "/")
+        ):
             out.append(".*")
             index += 2
         elif char == "*":

@@ -2,7 +2,7 @@
 
 LibCST visits and prints a tree recursively, several Python frames per link of a chain such
 as `x + x + ... + x` or `x.relu().relu()...`: a thousand links exceed Python's default limit
-of 1,000 frames. Longer chains never reach LibCST: the runner asks Python's compiler first,
+of 1,000 frames. Longer chains never reach LibCST: `linting` asks Python's compiler first,
 at the default limit, and it refuses nesting past three times that limit (about 3,000 links).
 20,000 frames cover those, and Python 3.11 spends little C stack on Python-to-Python calls:
 LibCST printed a 6,000-link chain under this limit, and overflowed the C stack at 10,000.

@@ -1,6 +1,6 @@
 """Reading a file into text the way Python itself would: a UTF-8 BOM or a PEP 263 coding
 cookie picks the encoding, and anything that keeps us from getting text becomes a
-`NotReadable` with a message fit to show the user (the runner turns it into a TIP000 finding).
+`NotReadable` with a message fit to show the user (`linting` turns it into a TIP000 finding).
 
 The text is not newline-translated, so positions and later fixes refer to the file as it is;
 `encoding`, `bom` and `newline` say how to write it back unchanged.
@@ -55,7 +55,9 @@ def decode(data: bytes) -> SourceFile:
         line = body[: error.start].count(b"\n") + 1
         byte = body[error.start : error.start + 1].hex()
         hint = "; declare the encoding with a `# -*- coding: ... -*-` line or save the file as UTF-8"
-        raise NotReadable(f"not valid {codec} (byte 0x{byte} on line {line}){hint if codec == 'utf-8' else ''}", line) from None
+        raise NotReadable(
+            f"not valid {codec} (byte 0x{byte} on line {line}){hint if codec == 'utf-8' else ''}", line
+        ) from None
     newline = _FIRST_NEWLINE.search(text)
     return SourceFile(text=text, encoding=codec, bom=bom, newline=newline.group() if newline else "\n")
 
@@ -69,7 +71,9 @@ def read(path: Path | str) -> SourceFile:
             raise NotReadable("not a regular file (a pipe or device would block or never end); not checked")
         size = status.st_size
         if size > MAX_BYTES:
-            raise NotReadable(f"file is {size / 2**20:.1f} MB, larger than the {MAX_BYTES // 2**20} MB limit; not checked")
+            raise NotReadable(
+                f"file is {size / 2**20:.1f} MB, larger than the {MAX_BYTES // 2**20} MB limit; not checked"
+            )
         with open(path, "rb") as file:
             data = file.read(MAX_BYTES + 1)
     except PermissionError:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..diagnostics import Applicability, Edit, Finding, Fix
+from ..diagnostics import Applicability, Edit, Finding, Fix, Span
 from ..source import NotReadable, SourceFile, read
 
 MAX_ROUNDS = 10
@@ -63,7 +63,14 @@ def apply_edits(text: str, edits: Sequence[Edit]) -> str:
     """`text` with non-overlapping `edits` applied (positions refer to `text`)."""
     starts = _line_starts(text)
     ranges = sorted(
-        ((_offset(starts, text, e.span.start.line, e.span.start.column), _offset(starts, text, e.span.end.line, e.span.end.column), e.content) for e in edits),
+        (
+            (
+                _offset(starts, text, e.span.start.line, e.span.start.column),
+                _offset(starts, text, e.span.end.line, e.span.end.column),
+                e.content,
+            )
+            for e in edits
+        ),
         key=lambda item: item[:2],
     )
     pieces, cursor = [], 0
@@ -123,12 +130,14 @@ def fix_text(path: str, text: str, lint: Lint, unsafe: bool, findings: list[Find
     """Applies the selected fixes of `lint(text)` round after round until nothing changes."""
     result = FixedText(text)
     findings = lint(text) if findings is None else findings
-    rejected_keys: set[tuple] = set()
+    rejected_keys: set[_Key] = set()
     while result.rounds < MAX_ROUNDS:
-        fixes = [(f, f.fix) for f in findings if selected(f, unsafe) and _key(f) not in rejected_keys]
+        fixes = [
+            (f, f.fix) for f in findings if f.fix is not None and selected(f, unsafe) and _key(f) not in rejected_keys
+        ]
         if not fixes:
             break
-        text, applied, rejected = _apply_round(result.text, path, _non_overlapping(fixes))  # type: ignore[arg-type]
+        text, applied, rejected = _apply_round(result.text, path, _non_overlapping(fixes))
         result.rejected += rejected
         rejected_keys |= {_key(f) for f in rejected}
         if text == result.text:
@@ -146,7 +155,10 @@ def fix_text(path: str, text: str, lint: Lint, unsafe: bool, findings: list[Find
     return result
 
 
-def _key(finding: Finding) -> tuple:
+_Key = tuple[str, Span, str]
+
+
+def _key(finding: Finding) -> _Key:
     return (finding.code, finding.span, finding.message)
 
 

@@ -27,13 +27,15 @@ Rewrites, by form:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from ..analysis.hazards import RAISES_NOW_LEAF
 from ..analysis.model import FileAnalysis, Form, Mutation
 from ..analysis.torch_facts import torch_facts
 from ..diagnostics import Applicability, Edit, Fix, Span
-from .syntax import SourceIndex, descendants, index_of, rebindable, written_expression
+from .source_index import SourceIndex, descendants, index_of, rebindable, written_expression
 
 _SAFE, _UNSAFE = Applicability.SAFE, Applicability.UNSAFE
 
@@ -56,7 +58,16 @@ def _fix(description: str, edits: list[Edit | None], applicability: Applicabilit
     return Fix(description, tuple(edits), applicability)  # type: ignore[arg-type]
 
 
-def _leaf(build):
+# The README's fix table row for writes into a leaf, which every builder below fixes alike.
+LEAF_FIX_BRIEF = "the write wrapped in `with torch.no_grad():` (unsafe: gradients no longer see it)"
+
+
+# A builder as written (from the mutation and the file's index), and as rules call it.
+Build = Callable[[Mutation, SourceIndex], Fix | None]
+Builder = Callable[[Mutation, FileAnalysis], Fix | None]
+
+
+def _leaf(build: Build) -> Builder:
     """Writes into a leaf that requires grad are fixed by `torch.no_grad()`, whatever their form;
     a write through a view of another live tensor gets no rewrite (it is how that tensor changes)."""
 
@@ -159,7 +170,9 @@ def out_argument(mutation: Mutation, index: SourceIndex) -> Fix | None:
     """TIP006: `f(..., out=t)` as a statement -> `t = f(...)`; rebinding an attribute is unsafe
     because whoever kept the old buffer (a registered buffer's other holders) no longer sees updates."""
     call = mutation.node
-    out = next((arg for arg in call.args if arg.keyword is not None and arg.keyword.value == "out"), None) if isinstance(call, cst.Call) else None
+    if not isinstance(call, cst.Call):
+        return None
+    out = next((arg for arg in call.args if arg.keyword is not None and arg.keyword.value == "out"), None)
     if out is None or index.statement_of(call) is None or not rebindable(out.value):
         return None
     kept = [arg for arg in call.args if arg is not out]
@@ -218,7 +231,7 @@ def _module_constructor(call: cst.Call, index: SourceIndex) -> Fix | None:
     if not (isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name) and call.func.value.value == "self"):
         return None
     cls = index.ancestor(call, cst.ClassDef)
-    if cls is None:
+    if not isinstance(cls, cst.ClassDef):
         return None
     attribute = call.func.attr.value
     modules = torch_facts().inplace_modules
@@ -245,15 +258,16 @@ def _flag_on(call: cst.Call, position: int) -> bool:
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value == "inplace":
             return isinstance(arg.value, cst.Name) and arg.value.value == "True"
-    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
-    return position < len(positional) and isinstance(positional[position].value, cst.Name) and positional[position].value.value == "True"
+    positional = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
+    flag = positional[position] if position < len(positional) else None
+    return isinstance(flag, cst.Name) and flag.value == "True"
 
 
 def _function_and_parameter(node: cst.CSTNode, index: SourceIndex) -> tuple[cst.FunctionDef, str] | None:
     """The function around a write and the name written, when that name is one of its parameters."""
     written = written_expression(node)
     function = index.ancestor(node, cst.FunctionDef)
-    if not isinstance(written, cst.Name) or function is None:
+    if not isinstance(written, cst.Name) or not isinstance(function, cst.FunctionDef):
         return None
     parameters = {param.name.value for param in (*function.params.posonly_params, *function.params.params, *function.params.kwonly_params)}
     return (function, written.value) if written.value in parameters else None
@@ -288,16 +302,16 @@ def autograd_function(mutation: Mutation, index: SourceIndex) -> Fix | None:
     drop a `mark_dirty` of a tensor `forward` neither writes nor returns."""
     node = mutation.node
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "mark_dirty":
-        statement = index.statement_of(node)
-        if statement is None or mutation.kind != "dirty-neither":
+        marking = index.statement_of(node)
+        if marking is None or mutation.kind != "dirty-neither":
             return None
-        return _fix(f"Remove `{index.code(node)}`", [index.delete(statement)], _SAFE)
+        return _fix(f"Remove `{index.code(node)}`", [index.delete(marking)], _SAFE)
     found = _function_and_parameter(node, index)
     statement = node if isinstance(node, cst.BaseSmallStatement) else index.statement_of(node)
     if found is None or statement is None:
         return None
     function, name = found
-    edits = [index.insert_before(statement, f"{name} = {name}.clone()")]
+    edits: list[Edit | None] = [index.insert_before(statement, f"{name} = {name}.clone()")]
     after = index.span(statement).end
     for call in descendants(function, cst.Call):
         if _marks_dirty(call, name) and index.span(call).start > after and (marked := index.statement_of(call)) is not None:

@@ -1,38 +1,72 @@
-"""--fix, --diff and --show-fixes over a checked run: which files to fix, what to print.
+"""--fix, --diff and --show-fixes over a checked run: which files to fix, what to write, what to print.
 
-Kept out of the CLI so that the command only wires options to these steps.
+Kept out of the CLI so that the command only wires options to these steps; what goes wrong on
+the way (a fix that would not compile, a file that cannot be written) comes back as
+`RunWarning`s, never printed here.
 """
 
 from __future__ import annotations
 
 import difflib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
-import click
-
-from .. import analysis
-from ..config import Settings
-from ..runner import FileResult, lint_text
+from ..diagnostics import Finding, RunWarning
+from ..linting import FileResult
 from .apply import FileFix, fix_file
 
+# The findings of the file at a path if it held a text: how each round of fixes is checked.
+Relint = Callable[[Path, str], list[Finding]]
+# How a path is shown to the user (relative to the directory the command runs in).
+Display = Callable[[str], str]
 
-def fix_results(results: Sequence[FileResult], settings: Settings, unsafe: bool) -> list[FileFix]:
-    """The fixed text of every checked file with a selected fix (nothing is written here)."""
-    project = analysis.Project()
-    fixes = []
+
+def fix_files(results: Sequence[FileResult], relint: Relint, unsafe: bool) -> tuple[list[FileFix], list[RunWarning]]:
+    """The fixed text of every checked file with a selected fix (nothing is written here), and
+    warnings for the files that could not be fixed and the fixes that were dropped."""
+    fixes, warnings = [], []
     for result in results:
         path = Path(result.path)
         try:
-            fixed = fix_file(path, result.text, result.findings, lambda text, path=path: lint_text(path, text, settings, project), unsafe)
+            fixed = fix_file(path, result.text, result.findings, partial(relint, path), unsafe)
         except Exception as error:  # a bug of ours while relinting one file: leave it as it is
-            click.echo(f"warning: {path}: not fixed, internal error while relinting it ({type(error).__name__}: {error})", err=True)
+            warnings.append(
+                RunWarning(f"not fixed, internal error while relinting it ({type(error).__name__}: {error})", str(path))
+            )
             continue
         if fixed is not None and (fixed.changed or fixed.result.rejected or fixed.result.ineffective):
             fixes.append(fixed)
-    return fixes
+    return fixes, warnings + _dropped(fixes)
+
+
+def _dropped(fixes: Sequence[FileFix]) -> list[RunWarning]:
+    return [
+        RunWarning(f"fix for {finding.code} {why}; not applied", finding.path, finding.line)
+        for fix in fixes
+        for findings, why in (
+            (fix.result.rejected, "would not compile"),
+            (fix.result.ineffective, "leaves the finding in place"),
+        )
+        for finding in findings
+    ]
+
+
+def write_fixes(fixes: Sequence[FileFix]) -> tuple[list[FileFix], list[RunWarning]]:
+    """Writes the files the fixes changed; returns those written, and a warning for each file
+    that could not be written (it is left as it was)."""
+    written, warnings = [], []
+    for fixed in fixes:
+        if not fixed.changed:
+            continue
+        try:
+            fixed.write()
+            written.append(fixed)
+        except (OSError, UnicodeError) as error:
+            warnings.append(RunWarning(f"cannot write the fixes to it: {error}", str(fixed.path)))
+    return written, warnings
 
 
 def after_fixes(results: Sequence[FileResult], fixes: Sequence[FileFix]) -> list[FileResult]:
@@ -51,26 +85,22 @@ def after_fixes(results: Sequence[FileResult], fixes: Sequence[FileFix]) -> list
 
 def unified_diff(fix: FileFix, display: str) -> str:
     lines = difflib.unified_diff(
-        fix.source.text.splitlines(keepends=True), fix.result.text.splitlines(keepends=True), f"a/{display}", f"b/{display}"
+        fix.source.text.splitlines(keepends=True),
+        fix.result.text.splitlines(keepends=True),
+        f"a/{display}",
+        f"b/{display}",
     )
     return "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
-def applied_summary(fixes: Sequence[FileFix], display) -> str:
+def applied_summary(fixes: Sequence[FileFix], display: Display) -> str:
     """ruff's --show-fixes list: per file, how many of each code were fixed, and how."""
     count = sum(len(fix.result.applied) for fix in fixes)
     out = [f"Fixed {count} error{'s' if count != 1 else ''}:"]
     for fix in fixes:
         out.append(f"- {display(str(fix.path))}:")
-        kinds = Counter((finding.code, finding.fix.description if finding.fix else "") for finding in fix.result.applied)
+        kinds = Counter(
+            (finding.code, finding.fix.description if finding.fix else "") for finding in fix.result.applied
+        )
         out += [f"    {n} × {code} ({description})" for (code, description), n in sorted(kinds.items())]
     return "\n".join(out) + "\n"
-
-
-def rejected_notes(fixes: Sequence[FileFix], display) -> list[str]:
-    return [
-        f"warning: fix for {finding.code} at {display(finding.path)}:{finding.line} {why}; not applied"
-        for fix in fixes
-        for findings, why in ((fix.result.rejected, "would not compile"), (fix.result.ineffective, "leaves the finding in place"))
-        for finding in findings
-    ]

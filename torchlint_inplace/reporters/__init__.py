@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TextIO
 
 from . import concise, full, github, json_report, sarif
-from .report import Report
+from .base import Report
 
 Reporter = Callable[[Report, TextIO, bool], None]
 

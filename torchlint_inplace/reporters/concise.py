@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from .report import Report
+from .base import Report
 from .style import Palette
 from .text import header, summary
 

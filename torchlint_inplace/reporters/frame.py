@@ -7,7 +7,7 @@ import unicodedata
 from typing import NamedTuple
 
 from ..diagnostics import Span
-from .report import Report
+from .base import Report
 from .style import BLUE, BOLD, Palette
 
 CONTEXT_LINES = 2
@@ -42,10 +42,13 @@ def _underline(text: str, span: Span) -> tuple[int, int]:
 
 def _shown_lines(report: Report, path: str, line: int, context: int) -> list[int]:
     """The span's first line with up to `context` lines either side, blank edge lines dropped."""
-    numbers = [n for n in range(line - context, line + context + 1) if report.source_line(path, n) is not None]
-    while numbers and numbers[0] != line and not report.source_line(path, numbers[0]).strip():
+    texts = {
+        n: text for n in range(line - context, line + context + 1) if (text := report.source_line(path, n)) is not None
+    }
+    numbers = list(texts)
+    while numbers and numbers[0] != line and not texts[numbers[0]].strip():
         numbers.pop(0)
-    while numbers and numbers[-1] != line and not report.source_line(path, numbers[-1]).strip():
+    while numbers and numbers[-1] != line and not texts[numbers[-1]].strip():
         numbers.pop()
     return numbers if line in numbers else []
 
@@ -59,7 +62,7 @@ def frame_rows(
         return []
     rows = [Row("", "")]
     for number in numbers:
-        text = report.source_line(path, number)
+        text = report.source_line(path, number) or ""
         rows.append(Row(str(number), text.expandtabs(TAB_WIDTH).rstrip()))
         if number == span.start.line:
             offset, width = _underline(text, span)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import TextIO
 
 from ..diagnostics import Applicability, Finding, Fix
+from .base import Report
 from .frame import Row, format_rows, frame_rows
-from .report import Report
 from .style import BOLD, CYAN, Palette, severity_colour
 from .text import header, location, summary
 
@@ -19,7 +19,9 @@ def _fix_note(fix: Fix) -> str:
 
 
 def _body(finding: Finding, report: Report, palette: Palette) -> list[Row]:
-    rows = frame_rows(report, finding.path, finding.span, palette, severity_colour(finding.severity), label=finding.code)
+    rows = frame_rows(
+        report, finding.path, finding.span, palette, severity_colour(finding.severity), label=finding.code
+    )
 
     def note(label: str, text: str) -> None:
         rows.append(Row("", f"{palette.paint(f'= {label}:', BOLD, CYAN)} {text}", bar=False))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from ..diagnostics import Finding, Severity
-from .report import Report
+from .base import Report
 
 
 def escape_data(text: str) -> str:

@@ -7,24 +7,24 @@ ruff's json need little change. Bump SCHEMA_VERSION on any incompatible change.
 from __future__ import annotations
 
 import json
-from typing import TextIO
+from typing import Any, TextIO
 
 from .. import __version__
 from ..diagnostics import Finding, Fix, Position, Span
-from .report import Report
+from .base import Report
 
 SCHEMA_VERSION = 1
 
 
-def _location(position: Position) -> dict:
+def _location(position: Position) -> dict[str, Any]:
     return {"row": position.line, "column": position.column + 1}
 
 
-def _span(span: Span) -> dict:
+def _span(span: Span) -> dict[str, Any]:
     return {"location": _location(span.start), "end_location": _location(span.end)}
 
 
-def _fix(fix: Fix) -> dict:
+def _fix(fix: Fix) -> dict[str, Any]:
     return {
         "applicability": fix.applicability.value,
         "message": fix.description,
@@ -32,7 +32,7 @@ def _fix(fix: Fix) -> dict:
     }
 
 
-def _finding(finding: Finding, report: Report) -> dict:
+def _finding(finding: Finding, report: Report) -> dict[str, Any]:
     return {
         "code": finding.code,
         "name": finding.name,
@@ -51,7 +51,7 @@ def _finding(finding: Finding, report: Report) -> dict:
     }
 
 
-def document(report: Report) -> dict:
+def document(report: Report) -> dict[str, Any]:
     return {
         "version": SCHEMA_VERSION,
         "tool": "torchlint-inplace",

@@ -13,13 +13,13 @@ import os
 import textwrap
 from collections import Counter
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 from urllib.parse import quote
 
 from .. import __version__, registry
 from ..diagnostics import NOT_CHECKED_CODE, NOT_CHECKED_NAME, Finding, Severity, Span
 from ..rule import Rule
-from .report import Report
+from .base import Report
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 INFORMATION_URI = "https://pypi.org/project/torchlint-inplace/"
@@ -34,7 +34,9 @@ def _level(severity: Severity) -> str:
     return "error" if severity is Severity.ERROR else "warning"
 
 
-def _descriptor(code: str, name: str, severity: Severity, summary: str, why: str, fix_doc: str = "", examples: str = "") -> dict:
+def _descriptor(
+    code: str, name: str, severity: Severity, summary: str, why: str, fix_doc: str = "", examples: str = ""
+) -> dict[str, Any]:
     return {
         "id": code,
         "name": name,
@@ -49,14 +51,14 @@ def _descriptor(code: str, name: str, severity: Severity, summary: str, why: str
     }
 
 
-def _rule_descriptor(rule: type[Rule]) -> dict:
+def _rule_descriptor(rule: type[Rule]) -> dict[str, Any]:
     summary, why, fix_doc = (textwrap.dedent(part).strip() for part in (rule.summary, rule.why, rule.fix_doc))
     bad, good = (textwrap.dedent(part).strip("\n") for part in (rule.bad, rule.good))
     examples = f"Flagged:\n\n```python\n{bad}\n```\n\nFixed:\n\n```python\n{good}\n```"
     return _descriptor(rule.code, rule.name, rule.severity, summary, why, fix_doc, examples)
 
 
-def _rule_descriptors(findings: list[Finding]) -> list[dict]:
+def _rule_descriptors(findings: list[Finding]) -> list[dict[str, Any]]:
     """TIP000, every rule of the catalogue, and any code a finding carries that neither knows
     (so that every result has a ruleIndex even if the catalogue and the findings disagree)."""
     descriptors = [
@@ -71,7 +73,7 @@ def _rule_descriptors(findings: list[Finding]) -> list[dict]:
     return descriptors
 
 
-def _physical_location(report: Report, path: str, span: Span) -> dict:
+def _physical_location(report: Report, path: str, span: Span) -> dict[str, Any]:
     relative = report.relative_path(path)
     if relative is not None:
         artifact = {"uri": quote(relative), "uriBaseId": SOURCE_ROOT}
@@ -97,7 +99,7 @@ def _line_hash(finding: Finding, report: Report) -> str:
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def _result(finding: Finding, report: Report, rule_index: int, fingerprint: str) -> dict:
+def _result(finding: Finding, report: Report, rule_index: int, fingerprint: str) -> dict[str, Any]:
     return {
         "ruleId": finding.code,
         "ruleIndex": rule_index,
@@ -121,7 +123,7 @@ def _result(finding: Finding, report: Report, rule_index: int, fingerprint: str)
     }
 
 
-def document(report: Report) -> dict:
+def document(report: Report) -> dict[str, Any]:
     findings = list(report.findings)
     rules = _rule_descriptors(findings)
     rule_index = {descriptor["id"]: index for index, descriptor in enumerate(rules)}

@@ -3,8 +3,11 @@ the closing summary, worded as ruff words them so users read them without thinki
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
+
 from ..diagnostics import Applicability, Finding, Position
-from .report import Report
+from .base import Report
 from .style import BOLD, CYAN, GREEN, Palette
 
 
@@ -26,19 +29,40 @@ def header(finding: Finding, report: Report, palette: Palette) -> str:
     return f"{where} {palette.severity(finding.code, finding.severity)} {marker}{finding.message}"
 
 
+def fixable(findings: Iterable[Finding]) -> tuple[int, int]:
+    """How many findings `--fix` resolves, and how many more `--unsafe-fixes` would."""
+    counts = Counter(finding.fix.applicability for finding in findings if finding.fix is not None)
+    return counts[Applicability.SAFE], counts[Applicability.UNSAFE]
+
+
+def fixability(findings: Iterable[Finding]) -> str:
+    """`[*] 1 fixable with --fix (1 more with --unsafe-fixes)`, or "" when nothing is fixable."""
+    safe, unsafe = fixable(findings)
+    more = f"{unsafe} more with --unsafe-fixes" if safe else f"{unsafe} fixable with --unsafe-fixes"
+    if safe:
+        return f"[*] {safe} fixable with --fix" + (f" ({more})" if unsafe else "")
+    return more if unsafe else ""
+
+
 def summary(report: Report, palette: Palette) -> str:
+    """The closing line: `Found 3 errors in 2 files (9 files checked). [*] 1 fixable with --fix
+    (1 more with --unsafe-fixes).`; after --fix, what was fixed and what remains."""
     remaining = len(report.findings)
     if remaining == 0 and report.fixed == 0:
         return palette.paint("All checks passed!", BOLD, GREEN)
     text = f"Found {plural(remaining + report.fixed, 'error')}"
     details = []
     if report.fixed:
-        unsafe = sum(1 for finding in report.findings if finding.fix is not None and finding.fix.applicability is Applicability.UNSAFE)
-        details.append(f"{report.fixed} fixed, {remaining} remaining" + (f" ({unsafe} fixable with --unsafe-fixes)" if unsafe else ""))
+        unsafe = fixable(report.findings)[1]
+        details.append(
+            f"{report.fixed} fixed, {remaining} remaining"
+            + (f" ({unsafe} fixable with --unsafe-fixes)" if unsafe else "")
+        )
     elif report.files_checked > 1:
         text += f" in {plural(len({finding.path for finding in report.findings}), 'file')}"
     if report.files_checked > 1:
         details.append(f"{plural(report.files_checked, 'file')} checked")
     if details:
         text += f" ({'; '.join(details)})"
-    return palette.paint(f"{text}.", BOLD)
+    fixes = "" if report.fixed else fixability(report.findings)
+    return palette.paint(f"{text}." + (f" {fixes}." if fixes else ""), BOLD)

@@ -8,12 +8,16 @@ and class, the indentation of a block, and the name `torch` is imported under.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider
 
 from ..analysis.imports import Imports
 from ..analysis.positions import last_module_cache, positions_of
 from ..diagnostics import Edit, Position, Span
+
+_Node = TypeVar("_Node", bound=cst.CSTNode)
 
 
 class SourceIndex:
@@ -23,7 +27,8 @@ class SourceIndex:
         self._parents = MetadataWrapper(module, unsafe_skip_copy=True).resolve(ParentNodeProvider)
         self.imports = Imports()
         for node in descendants(module, (cst.Import, cst.ImportFrom)):
-            self.imports.add(node)
+            if isinstance(node, (cst.Import, cst.ImportFrom)):  # always: for the type checker
+                self.imports.add(node)
         # The local name of the `torch` module itself, if the file has one (`import torch as th`).
         self.torch = next((local for local, full in self.imports.aliases.items() if full == "torch"), None)
 
@@ -56,10 +61,14 @@ class SourceIndex:
             block = self.ancestor(block, cst.IndentedBlock)
         return "".join(reversed(parts))
 
-    def _own_line(self, small: cst.BaseSmallStatement) -> cst.SimpleStatementLine | None:
+    def _own_line(self, small: cst.CSTNode) -> cst.SimpleStatementLine | None:
         """The statement line `small` is alone on, when that line sits in a block (not `if c: x`)."""
         line = self.parent(small)
-        if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 and isinstance(self.parent(line), (cst.IndentedBlock, cst.Module)):
+        if (
+            isinstance(line, cst.SimpleStatementLine)
+            and len(line.body) == 1
+            and isinstance(self.parent(line), (cst.IndentedBlock, cst.Module))
+        ):
             return line
         return None
 
@@ -94,10 +103,11 @@ class SourceIndex:
         return Edit(self.span(node), text)
 
 
-def descendants(node: cst.CSTNode, kind: type | tuple[type, ...]) -> list:
+def descendants(node: cst.CSTNode, kind: type[_Node] | tuple[type[_Node], ...]) -> list[_Node]:
     """The nodes of type `kind` within `node`, in source order (what `libcst.matchers.findall`
     gives, without the 0.4 s its import adds to every run, warm ones included)."""
-    found, stack = [], [node]
+    found: list[_Node] = []
+    stack = [node]
     while stack:
         current = stack.pop()
         if isinstance(current, kind):

@@ -1,0 +1,23 @@
+"""What many tests need from the engine, in one place: settings that run every rule of the
+registry (as fixture ground truth is written), and one file checked on its own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from torchlint_inplace import api, registry
+from torchlint_inplace.config import Settings
+from torchlint_inplace.linting import FileResult
+
+
+def every_rule(root: str = "/", preview: bool = False) -> Settings:
+    """Every rule of the registry selected, default-enabled or not; no per-file-ignores. Read at
+    call time, so that a test that replaces the registry's rules gets its own."""
+    return Settings(root=root, select=registry.codes(), preview=preview)
+
+
+def check_file(path: Path, settings: Settings, prepass: bool = True) -> FileResult:
+    """One file checked as a run checks it (read, decoded, linted), without a cache;
+    `prepass=False` analyses it fully even where the pre-pass would skip it."""
+    (result,) = api.lint_paths([path], settings, prepass=prepass).files
+    return result

@@ -1,0 +1,193 @@
+"""Linting one file: read and decode, ask the pre-pass, parse once, analyse once, run the
+selected rules, then drop what `# noqa` comments and per-file-ignores suppress.
+
+`lint_text` is the one path from a text to its findings; `Checker` runs it over files for one
+process, with what a run shares (the analysis' `Project`, the pre-pass's knowledge of imported
+files, the results cache). The public entry points are in `api`; this module is what they and
+the worker processes of `parallel` have in common.
+
+Whatever goes wrong with one file becomes a TIP000 finding for that file and never stops the
+run: an unreadable or undecodable file, a syntax error, or a bug of ours in the analysis (then
+the traceback travels in the result so that `--verbose` can show it).
+"""
+
+from __future__ import annotations
+
+import ast
+import gc
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import libcst as cst
+
+from . import analysis, noqa, source
+from .cache import ResultsCache
+from .config import Settings
+from .diagnostics import NOT_CHECKED_CODE, Finding, not_checked
+from .globs import matches_path
+from .prepass import PrePass
+from .rule import FormRule, Rule
+
+# A parsed file is hundreds of thousands of small objects and none of them forms a cycle, yet at
+# CPython's default threshold (700 allocations) the collector walks them thousands of times per
+# run: 31% of the CPU of a cold run on timm (timed with `gc.callbacks`). Collecting 50x less
+# often costs nothing in memory.
+GC_THRESHOLDS = (50_000, 20, 100)
+
+INTERNAL_ERROR = "internal error while checking this file (please report it with the file): "
+
+Rules = Sequence[type[Rule]]
+
+
+@dataclass(frozen=True)
+class FileResult:
+    """One checked file: its findings, in order, after `# noqa` and per-file-ignores."""
+
+    path: str
+    findings: tuple[Finding, ...]
+    text: str | None = None  # the decoded source for code frames, kept only when there are findings
+    traceback: str | None = None  # of an internal error, shown with --verbose
+
+
+@dataclass(frozen=True)
+class SourceAnalysis:
+    """A file's findings, and the other files they were read from (what a cache keys on)."""
+
+    findings: list[Finding]
+    dependencies: frozenset[str] = frozenset()
+    scanned_roots: frozenset[str] = frozenset()
+
+
+def lint_text(
+    text: str, path: str, settings: Settings, rules: Rules, project: analysis.Project, prepass: PrePass | None
+) -> SourceAnalysis:
+    """The findings of `path` holding `text` under `settings`, sorted, with the files they
+    depend on. `prepass` (shared by a run) lets files that provably hold no finding skip
+    LibCST; None analyses every file fully."""
+    selected = [rule for rule in rules if rule.code in settings.select]
+    result = _analyze(path, text, selected, settings.preview, project, prepass if _prepass_applies(selected) else None)
+    ignored = _ignored_codes(Path(path), settings) - {NOT_CHECKED_CODE}
+    if not ignored:
+        return result
+    kept = [finding for finding in result.findings if finding.code not in ignored]
+    return SourceAnalysis(kept, result.dependencies, result.scanned_roots)
+
+
+def _analyze(
+    path: str, text: str, rules: Rules, preview: bool, project: analysis.Project, prepass: PrePass | None
+) -> SourceAnalysis:
+    python_accepts = False
+    if prepass is not None:
+        verdict = prepass.verdict(path, text)
+        if verdict.skippable:
+            return SourceAnalysis([], verdict.dependencies)
+        python_accepts = verdict.parses
+    rejected = None if python_accepts else _python_syntax_error(path, text)
+    if rejected is not None:
+        return SourceAnalysis([rejected])
+    try:
+        module = project.parse(path, text)
+    except cst.ParserSyntaxError as error:
+        return SourceAnalysis([not_checked(path, f"cannot parse: {error.message}", error.raw_line, error.raw_column)])
+    suppressions = noqa.parse(text)
+    if suppressions.whole_file:
+        return SourceAnalysis([])
+    file_analysis = analysis.analyze(module, path, project, preview)
+    findings: list[Finding] = []
+    for rule in rules:
+        findings.extend(rule().check(file_analysis))
+    kept = sorted(suppressions.filter(findings), key=Finding.sort_key)
+    return SourceAnalysis(kept, file_analysis.dependencies, file_analysis.scanned_roots)
+
+
+def _prepass_applies(rules: Rules) -> bool:
+    """The pre-pass proves that the analysis finds no mutation, which silences exactly the
+    rules that only report mutations; another kind of rule may report something else."""
+    return all(issubclass(rule, FormRule) for rule in rules)
+
+
+def _python_syntax_error(path: str, text: str) -> Finding | None:
+    """Python's own verdict, asked before LibCST's: its messages are worded and placed better,
+    and LibCST's native parser overflows the C stack (a segfault no `except` catches) on the
+    bracket nesting Python refuses ("too many nested parentheses"). LibCST's account stands
+    only for files Python accepts."""
+    try:
+        compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as error:
+        return not_checked(path, f"syntax error: {error.msg}", error.lineno or 1, max((error.offset or 1) - 1, 0))
+    except (RecursionError, MemoryError):
+        return not_checked(path, "too deeply nested for Python to parse")
+    except ValueError as error:  # null bytes, before Python 3.12 made them a SyntaxError
+        line = text.count("\n", 0, max(text.find("\0"), 0)) + 1
+        return not_checked(path, f"cannot parse: {error}", line)
+    return None
+
+
+def _ignored_codes(path: Path, settings: Settings) -> frozenset[str]:
+    try:
+        relative: str | None = path.relative_to(settings.root).as_posix()
+    except ValueError:
+        relative = None
+    return frozenset(
+        code
+        for pattern, codes in settings.per_file_ignores
+        if matches_path(pattern, relative, path.name)
+        for code in codes
+    )
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What every checker of a run is told: the rules, whether to read and write the results
+    cache, and whether the pre-pass may skip files (False analyses every file fully)."""
+
+    rules: tuple[type[Rule], ...]
+    cache: bool = False
+    prepass: bool = True
+
+
+class Checker:
+    """Checks the files of one run in this process, one after another, sharing what can be
+    shared: the pre-pass's knowledge of imported files, the cache's digests, and an
+    `analysis.Project` (which bounds the syntax trees it keeps by their size, so memory stays
+    flat on large trees)."""
+
+    def __init__(self, options: RunOptions) -> None:
+        gc.set_threshold(*GC_THRESHOLDS)  # this process now spends its life checking files
+        self.rules = options.rules
+        self.prepass = PrePass() if options.prepass else None
+        self.cache = ResultsCache(self.rules) if options.cache else None
+        self.project = analysis.Project()
+
+    def check(self, path: Path, settings: Settings) -> FileResult:
+        name = str(path)
+        try:
+            text = source.read(path).text
+        except source.NotReadable as error:
+            return FileResult(name, (not_checked(name, error.message, error.line),))
+        known = self._cached(name, text, settings)
+        if known is not None:
+            return known
+        try:
+            result = lint_text(text, name, settings, self.rules, self.project, self.prepass)
+        except Exception as error:  # one file's bug in our analysis must not end the run
+            message = INTERNAL_ERROR + f"{type(error).__name__}: {error}"
+            return FileResult(name, (not_checked(name, message),), text, traceback.format_exc())
+        kept = tuple(result.findings)
+        if self.cache is not None:
+            self.cache.store(name, text, settings, kept, result.dependencies, result.scanned_roots)
+        return FileResult(name, kept, text if kept else None)
+
+    def from_cache(self, path: Path, settings: Settings) -> FileResult | None:
+        """The cached result, if the cache holds one for the file as it is now."""
+        try:
+            text = source.read(path).text
+        except source.NotReadable:
+            return None  # `check` reports it
+        return self._cached(str(path), text, settings)
+
+    def _cached(self, name: str, text: str, settings: Settings) -> FileResult | None:
+        findings = self.cache.lookup(name, text, settings) if self.cache is not None else None
+        return None if findings is None else FileResult(name, findings, text if findings else None)
