@@ -14,7 +14,9 @@ class InplaceActivation(FormRule):
         "or reads again, and is why torchvision uses it. It breaks when the input was saved by the op that made it "
         "(`sigmoid`, `tanh`, another ReLU's result: backward() raises), when the same tensor is read again later "
         "(a residual `identity = x; out = relu(x); out + identity` silently adds the rectified tensor), or when the "
-        "same inplace module is applied twice to one tensor."
+        "same inplace module is applied twice to one tensor. The finding points at where the module was made "
+        "in place (the `inplace=True` a user edits, wherever construction code put it), with the call that ran "
+        "it as a related location; a functional's is its call."
     )
     bad = """\
 import torch
@@ -25,10 +27,10 @@ class Residual(nn.Module):
     def __init__(self):
         super().__init__()
         self.fc = nn.Linear(8, 8)
-        self.act = nn.ReLU(inplace=True)
+        self.act = nn.ReLU(inplace=True)   # TIP004: forward's self.act(x) rewrites x, which the residual reads
 
     def forward(self, x):
-        out = self.fc(self.act(x))   # TIP004: rewrites x, which the residual reads
+        out = self.fc(self.act(x))
         return out + x
 """
     good = """\
@@ -46,8 +48,8 @@ class Residual(nn.Module):
         out = self.fc(self.act(x))
         return out + x
 """
-    fix_doc = "Switches to the out-of-place form: `inplace=False` where `__init__` builds the module, `F.relu(x)` without the flag, `x = torch.relu(x)` for `torch.relu_(x)`. Unsafe: later readers of the input, and other call sites of a shared module, see it un-activated (usually the point); costs one activation's memory. No fix when a helper function builds the module."
-    fix_brief = "`inplace=False` where `__init__` builds the module; `F.relu(x)` without the flag; `torch.relu_(x)` -> `x = torch.relu(x)` (always unsafe: later readers of `x` see it un-activated, which is usually the point)"
+    fix_doc = "Switches to the out-of-place form: the literal `inplace=True` the module was built with (in `__init__`, a factory, a `partial`, a config dict, or `m.inplace = True`) becomes `False`, `F.relu(x)` loses the flag, `x = torch.relu(x)` replaces `torch.relu_(x)`. Unsafe: later readers of the input, and other call sites of a shared module, see it un-activated (usually the point); costs one activation's memory. No fix when the flag is not a literal (`act_layer(inplace=inplace)` with a default): the finding then points at the call that built the module."
+    fix_brief = "the literal `inplace=True` the module was built with becomes `False`; `F.relu(x)` without the flag; `torch.relu_(x)` -> `x = torch.relu(x)` (always unsafe: later readers of `x` see it un-activated, which is usually the point)"
     brief = "`inplace=True` module or functional whose input is saved or still read elsewhere"
 
     def fix(self, mutation: Mutation, analysis: FileAnalysis) -> Fix | None:

@@ -7,21 +7,41 @@ class OptimizerStepBetweenBackwards(FormRule):
     name = "optimizer-step-before-backward"
     form = Form.OPTIMIZER_STEP
     summary = (
-        "`optimizer.step()` between a `backward(retain_graph=True)` and a later `backward()` through the same graph."
+        "`optimizer.step()` after a loss was computed through the parameters it updates, and before that loss's "
+        "`backward()`."
     )
     why = (
-        "`step()` updates parameters in place. A graph kept alive with `retain_graph=True` saved those parameters "
-        "(every `Linear`/`Conv` saves its weight when its input requires grad); the next backward() through it "
-        "raises '... modified by an inplace operation'. The classic shape is a GAN loop that steps the "
-        "discriminator before backpropagating the generator loss through the same `D(fake)`."
+        "`step()` updates the optimizer's parameters in place. A loss computed before the step through those "
+        "parameters saved them (every `Linear`/`Conv` saves its weight when its input requires grad), so its "
+        "backward() after the step raises '... modified by an inplace operation', with or without "
+        "`retain_graph=True`. The classic shapes: a GAN loop that steps the discriminator before backpropagating "
+        "the generator loss through the same `D(fake)`; actor-critic code that steps the critic between two "
+        "losses built from one forward; a generator output computed once outside a loop that steps it. The "
+        "analysis links each optimizer to the parameters it was built with and each loss to the saves its graph "
+        "went through; for an optimizer it cannot see, only a graph kept alive by `backward(retain_graph=True)` "
+        "counts. A loss recomputed after the step saves the new versions and is fine."
     )
     bad = """\
+import torch
+from torch import nn
+
+G, D = nn.Linear(4, 8), nn.Linear(8, 1)
+opt_d = torch.optim.Adam(D.parameters())
+d_fake = D(G(torch.randn(2, 4)))
+loss_d = d_fake.mean()
 loss_d.backward(retain_graph=True)
 opt_d.step()            # TIP009: rewrites D's weights that d_fake's graph saved
 loss_g = -d_fake.mean()
 loss_g.backward()
 """
     good = """\
+import torch
+from torch import nn
+
+G, D = nn.Linear(4, 8), nn.Linear(8, 1)
+opt_d = torch.optim.Adam(D.parameters())
+d_fake = D(G(torch.randn(2, 4)))
+loss_d = d_fake.mean()
 loss_d.backward(retain_graph=True)
 loss_g = -d_fake.mean()
 loss_g.backward()

@@ -266,14 +266,31 @@ def test_overlapping_fixes_wait_for_the_next_round() -> None:
 
 def test_a_fix_that_leaves_its_finding_is_undone_and_reported() -> None:
     """timm's fasternet: the clone a TIP002 fix inserted could not help, and every round
-    inserted another one up to the bound."""
+    inserted another one up to the bound. The finding moves down with its statement."""
 
     def lint(text: str) -> list[Finding]:
-        return [_finding(1, (_insert(1, 0, "x = 0\n"),))]
+        line = text.splitlines().index("y = 1") + 1
+        return [replace(_finding(line, (_insert(line, 0, "x = 0\n"),)), message="m")]
 
-    result = fix_text(PATH, "", lint, unsafe=False)
-    assert (result.text, result.rounds, result.applied) == ("", 0, [])
+    result = fix_text(PATH, "y = 1\n", lint, unsafe=False)
+    assert (result.text, result.rounds, result.applied) == ("y = 1\n", 0, [])
     assert [finding.code for finding in result.ineffective] == ["TIP001"]
+
+
+def test_a_finding_revealed_by_a_fix_is_not_the_fixed_one() -> None:
+    """Two writes whose messages read the same (`w += a`, `w += b`) and only the first of which
+    is reported (the second never runs: the first raises): fixing the first reveals the second,
+    which is another finding, so the fix helped and the next round fixes the second."""
+
+    def lint(text: str) -> list[Finding]:
+        line = next((n for n, source in enumerate(text.splitlines(), 1) if "+=" in source), None)
+        if line is None:
+            return []
+        plus = Edit(Span(Position(line, 2), Position(line, 3)), "")  # `w += a` -> `w = a`
+        return [replace(_finding(line, (plus,)), message="m")]
+
+    result = fix_text(PATH, "w += a\nw += b\n", lint, unsafe=False)
+    assert (result.text, result.rounds, result.ineffective) == ("w = a\nw = b\n", 2, [])
 
 
 def test_rounds_are_bounded() -> None:

@@ -14,10 +14,8 @@ from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
-import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-ANALYSIS = "torchlint_inplace.analysis"
 PACKAGE = ((REPO / "torchlint_inplace", "torchlint_inplace"), (REPO / "rules", "torchlint_inplace.rules"))
 
 
@@ -93,10 +91,6 @@ def import_cycles(folders: tuple[tuple[Path, str], ...] = PACKAGE) -> list[list[
     return cycles
 
 
-def _in_analysis(cycle: list[str]) -> bool:
-    return any(module == ANALYSIS or module.startswith(ANALYSIS + ".") for module in cycle)
-
-
 def test_the_reader_sees_imports_inside_functions_and_skips_type_checking_ones(tmp_path: Path) -> None:
     (tmp_path / "__init__.py").write_text("")
     (tmp_path / "a.py").write_text("from . import b\n")
@@ -106,10 +100,5 @@ def test_the_reader_sees_imports_inside_functions_and_skips_type_checking_ones(t
     assert import_cycles(((tmp_path, "pkg"),)) == [["pkg.a", "pkg.b"]]
 
 
-def test_no_import_cycle_outside_the_analysis() -> None:
-    assert [cycle for cycle in import_cycles() if not _in_analysis(cycle)] == []
-
-
-@pytest.mark.xfail(strict=True, reason="analysis/ cycle: being removed with the interpreter rework")
-def test_no_import_cycle_in_the_analysis() -> None:
-    assert [cycle for cycle in import_cycles() if _in_analysis(cycle)] == []
+def test_no_import_cycle_in_the_package() -> None:
+    assert import_cycles() == []

@@ -68,6 +68,9 @@ _FUNCTIONAL = "torch.nn.functional"
 _CALLERS = " the caller's"
 # Module methods that return the module itself.
 _SELF_RETURNING = frozenset({"train", "eval", "to", "cuda", "cpu", "float", "double", "half", "bfloat16", "requires_grad_", "type", "share_memory", "apply"})
+_DICT_METHODS = frozenset({"get", "values", "items", "keys", "update", "setdefault", "pop", "copy", "clear", "popitem"})
+# Classes whose instances are their constructor's keywords, read as attributes.
+_NAMESPACE_CLASSES = frozenset({"types.SimpleNamespace", "argparse.Namespace"})
 _CONTAINER_GROWERS = frozenset({"append", "extend", "insert", "add_module", "register_module", "update"})
 
 
@@ -84,7 +87,7 @@ class CallEvaluator:
     def eval_call(self, call: cst.Call, state: State) -> Value:
         func = call.func
         qualname = self.i.ctx.imports.qualname(func)
-        if qualname is not None and qualname.startswith(("torch.", "functools.", "itertools.")):
+        if qualname is not None and qualname.split(".")[0] in ("torch", "functools", "itertools", "types", "argparse"):
             args = self.arguments(call, state)
             return self.call_value(self.i.engine.torch_value(qualname), call, args, state)
         if isinstance(func, cst.Attribute):
@@ -165,7 +168,9 @@ class CallEvaluator:
                 self.loop.step(receiver, call, state)
             return NOT_TENSOR
         if isinstance(receiver, DictVal):
-            return self.dict_method(receiver, receiver_expr, method, call, args, state)
+            if method in _DICT_METHODS:
+                return self.dict_method(receiver, receiver_expr, method, call, args, state)
+            return self.call_value(self.attribute_of(receiver, method, call.func, state), call, args, state)  # `hparams.normalizer(x)`
         if isinstance(receiver, Val) and receiver.items is not None:
             return self.list_method(receiver, receiver_expr, method, call, args, state)
         if isinstance(receiver, (Klass, Func)) or _is_namespace(receiver):
@@ -206,6 +211,9 @@ class CallEvaluator:
             return self.i.engine.namespace_member(base, attr)  # type: ignore[arg-type]
         if isinstance(base, Sym):
             return Sym(f"{base.text}.{attr}")
+        if isinstance(base, DictVal):
+            found = base.get(attr)  # a config read by attribute (EasyDict, OmegaConf, SimpleNamespace)
+            return found if found is not None else (base.rest if base.rest is not None else NOT_TENSOR)
         if not is_tensor(base):
             return NOT_TENSOR
         assert isinstance(base, Val)
@@ -253,6 +261,8 @@ class CallEvaluator:
                 return Module(kind, kind, params=fresh_storage(), origin=call)
         if qualname.startswith("torch.optim.") and qualname.count(".") == 2 and qualname[len("torch.optim."):][:1].isupper():
             return self.loop.optimizer(args)
+        if qualname in _NAMESPACE_CLASSES:
+            return DictVal(tuple(args.keywords.items()), cell=fresh_id())  # `SimpleNamespace(a=1)`: attributes are its keywords
         if qualname == "functools.partial" and args.positional:
             return Partial(args.positional[0], tuple(args.positional[1:]), tuple(args.keywords.items()))
         return self.call_torch(qualname, call, args, state)
@@ -696,6 +706,8 @@ class CallEvaluator:
             return Val(fresh_storage(), Grad.NO, dtype=method, inference=self.i.inference)
         if method in _DTYPE_METHODS or method == "to":
             return self.convert(receiver, method, call, args)
+        if method in ("cpu", "cuda"):
+            return receiver.view()  # the same tensor when it is already on that device
         overload = facts.overload(method, [True, *(is_tensor(value) for value in args.positional)], list(args.keywords))
         result = self.result_of(method, overload, [receiver, *args.values()])
         if overload is not None:
@@ -722,6 +734,8 @@ class CallEvaluator:
         dtype = _DTYPE_METHODS.get(method) or next((name for arg in call.args if (name := dtype_name(arg.value))), None)
         if dtype is not None and receiver.dtype == dtype:
             return receiver.view()
+        if dtype is None and method == "to":
+            return receiver.view()  # `.to(device)`: the same tensor when it is already there (CPU code)
         result = self.i.new_tensor([receiver, *args.values()])
         if dtype is not None and dtype.startswith(("int", "uint", "bool", "long")):
             return Val(result.storages, Grad.NO, result.origin, dtype=dtype)
@@ -782,8 +796,12 @@ class CallEvaluator:
                     condition=condition, calls=write.related,
                 )
             else:
-                # `helper(x)` as a statement is called to update `x`: reading `x` afterwards is intended.
-                intended = names_read(argument) if argument is not None and call is self.i.discarded else set()
+                # `normalize_(x)` as a statement, returning nothing or `x` itself, is called to
+                # update `x`: reading `x` afterwards is intended. One that returns a new value
+                # (`encode(mel)`) is called for that value, and changing `mel` is its side effect.
+                made = [tensor for tensor in tensors_in(summary.returned) if not tensor.storages <= summary.slots.keys()]
+                updater = call is self.i.discarded and not made
+                intended = names_read(argument) if argument is not None and updater else set()
                 action = write.action if write.action.endswith(_CALLERS) else f"{write.action}{_CALLERS}"
                 outer, self.i.grad_enabled = self.i.grad_enabled, self.i.grad_enabled and write.grad_enabled
                 self.i.write(Form.ARGUMENT, call, argument or call, value, state, action, True, write.site, intended, condition=condition)  # type: ignore[arg-type]

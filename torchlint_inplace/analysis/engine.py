@@ -54,9 +54,12 @@ _NAMESPACES = frozenset(
     {"torch", "torch.nn", "torch.nn.functional", "torch.optim", "torch.optim.lr_scheduler", "torch.linalg", "torch.fft",
      "torch.special", "torch.autograd", "torch.nn.init", "torch.nn.utils", "torch.cuda", "torch.cuda.amp", "torch.amp",
      "torch.distributed", "torch.utils", "torch.utils.data", "torch.utils.checkpoint", "torch.jit", "torch.backends",
-     "torch.nn.modules", "torch.testing", "torch.distributions", "torch.nn.parallel", "functools", "itertools", "collections"}
+     "torch.nn.modules", "torch.testing", "torch.distributions", "torch.nn.parallel", "functools", "itertools", "collections",
+     "types", "argparse"}
 )  # fmt: skip
 _CONTAINER_BASES = frozenset({"Sequential", "ModuleList", "ModuleDict"})
+# Libraries whose names the interpreter knows the meaning of (torch's from the generated tables).
+_LIBRARIES = ("torch", "functools", "itertools", "collections", "types", "argparse")
 
 
 class Engine:
@@ -77,7 +80,7 @@ class Engine:
         if name in ctx.functions:
             return Func(name, ref=FunctionRef(ctx.path, ctx.functions[name]))
         qualname = ctx.imports.aliases.get(name)
-        if qualname is not None and qualname.split(".")[0] in ("torch", "functools", "itertools", "collections"):
+        if qualname is not None and qualname.split(".")[0] in _LIBRARIES:
             return self.torch_value(_canonical(ctx, name))
         if name in ctx.imports.relative or qualname is not None:
             return self.imported(ctx, name)
@@ -118,7 +121,7 @@ class Engine:
             return Namespace(qualname)
         short = qualname.rsplit(".", 1)[-1]
         namespace = qualname[: -len(short) - 1]
-        if qualname in ("torch.nn.Parameter", "torch.Tensor", "functools.partial"):
+        if qualname in ("torch.nn.Parameter", "torch.Tensor", "functools.partial", "types.SimpleNamespace", "argparse.Namespace"):
             return Klass(short, qualname)
         if namespace in ("torch.nn", "torch.optim") and short[:1].isupper():
             return Klass(short, qualname)

@@ -833,7 +833,7 @@ class FunctionInterpreter:
         if attr == "training":
             return Sym(TRAINING, Const(True))
         qualname = self.ctx.imports.qualname(expr)
-        if qualname is not None and qualname.startswith(("torch.", "functools.", "itertools.", "collections.")):
+        if qualname is not None and qualname.split(".")[0] in ("torch", "functools", "itertools", "collections", "types", "argparse"):
             return self.engine.torch_value(qualname)
         base = self.eval(expr.value, state) if read else self.peek(expr.value, state)
         value = self.calls.attribute_of(base, attr, expr, state)

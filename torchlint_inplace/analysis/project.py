@@ -18,7 +18,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from .. import source
+from .. import layout, source
 from ..diagnostics import Span
 from .classes import ClassInfo, FunctionRef
 from .imports import Imports, dotted
@@ -36,8 +36,8 @@ _IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[^\n#]*|import
 # sources. On timm, 1 M characters keeps the peak at ~150 MB and re-parses 15 callees (0.4 M:
 # 130 MB, 43 re-parsed; unbounded: 38 callees parsed once, 176+ MB).
 MAX_CACHED_SOURCE = 1_000_000
-# What marks the root of a project of scripts (where `from utils.ops import x` resolves).
-PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+# Folders the search for a file's callers does not enter (virtualenvs, build output, VCS).
+_NOT_SCANNED = frozenset({".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "build", "dist", "site-packages", ".tox", ".nox", ".eggs", "node_modules"})
 
 
 @dataclass
@@ -234,7 +234,7 @@ class Project:
         key = key_of(root)
         if key not in self._import_indexes:
             index: dict[str, list[Path]] = {}
-            for candidate in sorted(root.rglob("*.py"))[:MAX_IMPORTER_SCAN]:
+            for candidate in _python_files(root)[:MAX_IMPORTER_SCAN]:
                 try:
                     text = candidate.read_text("utf-8", errors="replace")
                 except OSError:
@@ -292,34 +292,14 @@ def key_of(path: str | Path) -> str:
     return os.path.normpath(os.path.abspath(path))
 
 
-def package_root(folder: Path) -> Path:
-    """The folder above the outermost package that holds `folder` (`folder` itself when it is no package)."""
-    root = folder
-    while (root / "__init__.py").exists():
-        root = root.parent
-    return root
-
-
-def project_root(folder: Path) -> Path | None:
-    """The nearest folder at or above `folder` that marks a project's root."""
-    for candidate in (folder, *folder.parents):
-        if any((candidate / marker).exists() for marker in PROJECT_MARKERS):
-            return candidate
-    return None
-
-
 def scan_root(path: Path) -> Path:
-    """Where the callers of a file may live: its project's root when the file sits in a project
-    of scripts (no package above it), else its outermost package."""
-    here = path.parent
-    root = here
-    while (root / "__init__.py").exists() and (root.parent / "__init__.py").exists():
-        root = root.parent
-    if not (here / "__init__.py").exists():
-        marked = project_root(here)
-        if marked is not None and marked != Path(marked.anchor):
-            return marked
-    return root
+    """Where the callers of a file may live: its project (scripts import its packages
+    absolutely, `train.py` beside `utils/ops.py`), else its outermost package."""
+    project = layout.project_root(path)
+    if project is not None:
+        return project
+    package = layout.package_root(path)
+    return package if package is not None else path.parent
 
 
 def _read_index(path: Path) -> FileContext | None:
@@ -366,11 +346,21 @@ def _imported_file(ctx: FileContext, local: str) -> tuple[Path, str] | None:
 def absolute_import_bases(here: Path) -> list[Path]:
     """Where an absolute import of a project module may resolve, in Python's order for a script
     run from its folder: above the outermost package; the script's own folder; the project root."""
-    bases = [package_root(here)]
-    for extra in (here, project_root(here)):
+    probe = here / "__probe__.py"
+    bases = [layout.import_root(probe)]
+    for extra in (here, layout.project_root(probe)):
         if extra is not None and extra not in bases:
             bases.append(extra)
     return bases
+
+
+def _python_files(root: Path) -> list[Path]:
+    """The Python files under `root`, in a stable order, outside virtualenvs and build output."""
+    found = []
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = sorted(name for name in subfolders if name not in _NOT_SCANNED and not name.startswith(".") and not name.endswith(".egg-info"))
+        found.extend(Path(folder) / name for name in sorted(files) if name.endswith(".py"))
+    return found
 
 
 def _module_file(base: Path, module: str, name: str) -> tuple[Path, str] | None:

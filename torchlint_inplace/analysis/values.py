@@ -228,9 +228,13 @@ def merge_values(a: Value | None, b: Value | None, when_a: Condition = frozenset
     if a == b:
         return a
     if isinstance(a, Val) and isinstance(b, Val):
-        if a.items is not None and b.items is not None and len(a.items) == len(b.items):
-            items = tuple(merge_values(x, y, when_a, when_b) for x, y in zip(a.items, b.items))
-            return replace(_merge_tensors(a, b), items=items, cell=a.cell if a.cell == b.cell else None)
+        if a.items is not None and b.items is not None:
+            cell = a.cell if a.cell == b.cell else None
+            if len(a.items) == len(b.items):
+                items = tuple(merge_values(x, y, when_a, when_b) for x, y in zip(a.items, b.items))
+            else:  # a list that grew on one path: one element standing for all of them
+                items = (merge_all(a.items + b.items),) if a.items or b.items else ()
+            return replace(_merge_tensors(a, b), items=items, cell=cell)
         return _merge_tensors(a, b)
     if isinstance(a, Val) and not a.is_tensor and a.items is None:
         return b  # nothing known on one side: keep what the other knows
@@ -340,7 +344,9 @@ def graph_of(value: Value | None) -> frozenset[int]:
 def item_of(value: Value, index: int) -> Value:
     value = collapse(value)
     if isinstance(value, Val) and value.items is not None:
-        return value.items[index] if -len(value.items) <= index < len(value.items) else NOT_TENSOR
+        if -len(value.items) <= index < len(value.items):
+            return value.items[index]
+        return element_of(value) if value.cell is not None else NOT_TENSOR  # a grown list: any element
     if isinstance(value, Module) and value.items is not None:
         return value.items[index] if -len(value.items) <= index < len(value.items) else NOT_TENSOR
     return element_of(value)

@@ -143,7 +143,7 @@ def fix_text(path: str, text: str, lint: Lint, unsafe: bool, findings: list[Find
         if text == result.text:
             break
         after = lint(text)
-        ineffective = _ineffective(applied, findings, after)
+        ineffective = _ineffective(applied, findings, after, result.text, text)
         if ineffective:  # undo the round; the others are applied again without these
             result.ineffective += ineffective
             rejected_keys |= {_key(f) for f in ineffective}
@@ -162,16 +162,21 @@ def _key(finding: Finding) -> _Key:
     return (finding.code, finding.span, finding.message)
 
 
-def _ineffective(applied: list[Finding], before: list[Finding], after: list[Finding]) -> list[Finding]:
+def _ineffective(applied: list[Finding], before: list[Finding], after: list[Finding], old: str, new: str) -> list[Finding]:
     """Applied fixes whose finding is still there, as often as before: a rewrite that cannot
     help (each round would add another useless clone up to the bound) is worse than none."""
-    counts_before, counts_after = Counter(map(_gist, before)), Counter(map(_gist, after))
-    return [finding for finding in applied if counts_after[_gist(finding)] >= counts_before[_gist(finding)]]
+    old_lines, new_lines = old.splitlines(), new.splitlines()
+    counts_before = Counter(_gist(finding, old_lines) for finding in before)
+    counts_after = Counter(_gist(finding, new_lines) for finding in after)
+    return [finding for finding in applied if counts_after[_gist(finding, old_lines)] >= counts_before[_gist(finding, old_lines)]]
 
 
-def _gist(finding: Finding) -> tuple[str, str]:
-    """A finding without its place: the same one after lines moved."""
-    return finding.code, _LINE_NUMBER.sub("line N", finding.message)
+def _gist(finding: Finding, lines: list[str]) -> tuple[str, str, str]:
+    """A finding without its place: the same one after lines moved. Its line's text tells apart
+    two findings whose messages read the same (`w[:, i] += a` and `w[:, i] += b`)."""
+    number = finding.span.start.line
+    source = lines[number - 1].strip() if 0 < number <= len(lines) else ""
+    return finding.code, _LINE_NUMBER.sub("line N", finding.message), source
 
 
 def encode(source: SourceFile, text: str) -> bytes:
