@@ -88,14 +88,16 @@ def test_fixed_file_compiles_and_keeps_only_unfixable_findings(path: Path) -> No
 
 def test_every_fixed_file_without_unfixable_hazards_lints_clean() -> None:
     """Only TIP008/TIP009 (no fix) and hazards the fixer cannot reach may remain: a shared
-    inplace module, and writes through a view of another live tensor (the write is how that
-    tensor changes, so rebinding or cloning the view would be wrong)."""
+    inplace module, writes through a view of another live tensor (the write is how that
+    tensor changes, so rebinding or cloning the view would be wrong), and a write whose own
+    right-hand side saved a view of its target (`f[i] = f[i - 1] * x`: a clone before it is
+    saved and written alike; only a rewrite that stops filling a buffer helps)."""
     remaining = {}
     for path in FIXED_FILES:
         codes = {f.code for f in lint_source(path.read_text(encoding="utf-8"), str(path), every_rule())}
         if codes:
             remaining[path.relative_to(FIXED).as_posix()] = sorted(codes)
-    assert remaining == {"views/view_then_mutate.py": ["TIP001", "TIP002", "TIP003"]}
+    assert remaining == {"views/view_then_mutate.py": ["TIP001", "TIP002", "TIP003"], "realworld/sigmoid_recurrence_buffer.py": ["TIP002"]}
 
 
 # --- runtime: the fixed modules run; what raised or silently differed no longer does -----------

@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
-
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = ((REPO / "torchlint_inplace", "torchlint_inplace"), (REPO / "rules", "torchlint_inplace.rules"))
 

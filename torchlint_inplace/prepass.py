@@ -268,7 +268,7 @@ class _Scanner:
         self.activation = False
         self.early_reason: str | None = None
         self._steps: list[ast.Call] = []
-        self._retain_graph = False
+        self._backwards = False
         self._calls: list[ast.Call] = []
         handlers = {
             ast.Call: self._calls.append,
@@ -289,6 +289,7 @@ class _Scanner:
             ast.Name: self._name,
             ast.Attribute: self._attribute,
             ast.keyword: self._keyword,
+            ast.Dict: self._dict,
         }
         for node in ast.walk(tree):
             handler = handlers.get(type(node))
@@ -297,8 +298,8 @@ class _Scanner:
         # Calls are judged once every import is known: an alias may be bound below its use.
         for call in self._calls:
             self._call(call)
-        if self._steps and self._retain_graph:
-            self.early_reason = self.early_reason or f"optimizer step after backward(retain_graph=...) at line {self._steps[0].lineno}"
+        if self._steps and self._backwards:
+            self.early_reason = self.early_reason or f"optimizer step and backward() at line {self._steps[0].lineno}"
         self.autograd_classes = [node for node in self.classes if any(self._names_function_base(base) for base in node.bases)]
         self.defined = {node.name for node in (*self.functions, *self.classes)}
 
@@ -365,6 +366,8 @@ class _Scanner:
     def _assign(self, node: ast.Assign) -> None:
         for target in node.targets:
             self.assignments.append((target, node.value))
+            if isinstance(target, ast.Attribute) and target.attr == "inplace" and not _is_false(node.value):
+                self._makes_inplace(node, "`.inplace = ...`")  # `m.inplace = True` over `self.modules()`
 
     def _ann_assign(self, node: ast.AnnAssign) -> None:
         if node.value is not None:
@@ -418,8 +421,21 @@ class _Scanner:
             self.grad_on_mentions.append(_start(node))
 
     def _keyword(self, node: ast.keyword) -> None:
-        if node.arg == "retain_graph":
-            self._retain_graph = True
+        if node.arg == "inplace" and not _is_false(node.value):
+            # Whoever the callee is (`act_layer(inplace=True)`, `partial(nn.ReLU, inplace=True)`),
+            # construction code is interpreted: it may build an in-place module.
+            self._makes_inplace(node.value, "`inplace=` argument")
+        elif node.arg in self.facts.parameter_writing_modules.values() and not (isinstance(node.value, ast.Constant) and node.value.value is None):
+            self._makes_inplace(node.value, f"`{node.arg}=` argument")
+
+    def _dict(self, node: ast.Dict) -> None:
+        for key, value in zip(node.keys, node.values):
+            if isinstance(key, ast.Constant) and key.value == "inplace" and not _is_false(value):
+                self._makes_inplace(value, "`\"inplace\"` key")  # `act_layer(**{"inplace": True})`
+
+    def _makes_inplace(self, node: ast.AST, what: str) -> None:
+        self.activation = True
+        self.early_reason = self.early_reason or f"{what} at line {node.lineno}"
 
     def _call(self, call: ast.Call) -> None:
         facts = self.facts
@@ -429,6 +445,10 @@ class _Scanner:
                 self.early_reason = self.early_reason or f"ctx.mark_dirty at line {call.lineno}"
             elif func.attr == "step":
                 self._steps.append(call)
+            elif func.attr == "backward":
+                self._backwards = True
+        if isinstance(func, (ast.Name, ast.Attribute)) and (_dotted(func) or "").endswith("backward"):
+            self._backwards = True
         for keyword in call.keywords:
             if keyword.arg == "out":
                 self._site(keyword.value, "out= argument")

@@ -151,6 +151,7 @@ class CallEvaluator:
 
     def call_on(self, receiver: Value, receiver_expr: cst.BaseExpression, method: str, call: cst.Call, args: Args, state: State) -> Value:
         """`receiver.method(...)`."""
+        self.i.note_blind(receiver_expr, receiver)
         if isinstance(receiver, Choice) and not tensors_in(receiver):
             return self.each_option(receiver, lambda option, branch: self.call_on(option, receiver_expr, method, call, args, branch), state)
         receiver = collapse(receiver)
@@ -188,7 +189,7 @@ class CallEvaluator:
         if method == "apply":
             return self.call_autograd_function(receiver_expr, call, args, state)
         if method in ("parameters", "named_parameters"):
-            return Params(None)
+            return _named(Params(None)) if method == "named_parameters" else Params(None)
         if isinstance(receiver, Sym) and not args.tensors():
             return Sym(f"{receiver.text}.{method}()")
         return self.opaque_result(args, state)
@@ -253,12 +254,8 @@ class CallEvaluator:
             requires = args.get("requires_grad", 1)
             grad = Grad.NO if isinstance(requires, Const) and requires.value is False else Grad.LEAF
             return Val(fresh_storage(), grad, origin=call)
-        if qualname.startswith("torch.nn.") and qualname.count(".") == 2:
-            kind = qualname[len("torch.nn."):]
-            if kind in self.i.facts.module_saves or kind in self.i.facts.inplace_modules or kind in ("Sequential", "ModuleList", "ModuleDict"):
-                return self.modules.construct(kind, call, args, state)
-            if kind[:1].isupper():
-                return Module(kind, kind, params=fresh_storage(), origin=call)
+        if qualname.startswith("torch.nn.") and qualname.count(".") == 2 and qualname[len("torch.nn."):][:1].isupper():
+            return self.modules.construct(qualname[len("torch.nn."):], call, args, state)
         if qualname.startswith("torch.optim.") and qualname.count(".") == 2 and qualname[len("torch.optim."):][:1].isupper():
             return self.loop.optimizer(args)
         if qualname in _NAMESPACE_CLASSES:
@@ -303,9 +300,13 @@ class CallEvaluator:
         if method in _SELF_RETURNING:
             return module
         if method in ("parameters", "named_parameters", "buffers"):
-            return Params(module.params if module.kind is not None or module.instance is not None else None)
+            params = Params(module.params if module.kind is not None or module.instance is not None else None)
+            return _named(params) if method == "named_parameters" else params
         if method in ("modules", "children", "named_modules", "named_children"):
-            found = submodules(module)
+            own = None
+            if self.i.constructing and isinstance(receiver_expr, cst.Name) and receiver_expr.value == "self":
+                own = {name: value for name, value in state.env.items() if name.startswith("self.") and name.count(".") == 1}
+            found = submodules(module, own=own)
             found = found[1:] if method in ("children", "named_children") else found
             if method.startswith("named_"):
                 return Val(items=tuple(Val(items=(NOT_TENSOR, item)) for item in found))
@@ -486,7 +487,7 @@ class CallEvaluator:
             if isinstance(value, (Val, Module)) and value.items is not None and not is_tensor(value):
                 return Val(items=tuple(value.items), cell=fresh_id() if name == "list" else None)
             if isinstance(value, Params):
-                return value
+                return Val(items=(element_of(value),), cell=fresh_id() if name == "list" else None)
             if is_tensor(value):
                 return Val(items=(element_of(value),), cell=fresh_id() if name == "list" else None)
             return Val(items=(element_of(value),), cell=fresh_id()) if element_of(value) is not NOT_TENSOR else NOT_TENSOR
@@ -496,6 +497,13 @@ class CallEvaluator:
             result = DictVal(cell=fresh_id())
             if first is not None and isinstance(collapse(first), DictVal):
                 result = replace(collapse(first), cell=fresh_id())  # type: ignore[type-var]
+            elif first is not None and isinstance(collapse(first), Val) and collapse(first).items is not None:  # type: ignore[union-attr]
+                for pair in collapse(first).items:  # type: ignore[union-attr]
+                    key, value = (collapse(pair).items or (NOT_TENSOR, NOT_TENSOR))[:2] if isinstance(collapse(pair), Val) else (NOT_TENSOR, NOT_TENSOR)  # type: ignore[union-attr]
+                    if isinstance(key, Const):
+                        result = result.set(key.value, value)
+                    else:  # `dict(model.named_parameters())`: values under names not known
+                        result = replace(result, rest=merge_values(result.rest, value))
             for key, value in args.keywords.items():
                 result = result.set(key, value)
             return result
@@ -529,21 +537,23 @@ class CallEvaluator:
         return self.opaque_result(args, state)
 
     def isinstance_of(self, value: Value, kinds: Value) -> Value:
-        classes = [kind for kind in (collapse(kinds).items or ()) if isinstance(kind, Klass)] if isinstance(collapse(kinds), Val) else [kinds]
-        verdicts = set()
-        for _, option in options_of(value):
-            option = collapse(option)
-            if isinstance(option, Module):
-                verdicts.add(any(self.is_instance(option, kind) for kind in classes))
-            elif is_tensor(option):
-                verdicts.add(any(isinstance(kind, Klass) and kind.qualname == "torch.Tensor" for kind in classes) or None)
-            else:
-                verdicts.add(None)
+        verdicts = {self.isinstance_verdict(option, kinds) for _, option in options_of(value)}
         if verdicts == {True}:
             return Const(True)
         if verdicts == {False}:
             return Const(False)
         return NOT_TENSOR
+
+    def isinstance_verdict(self, value: Value, kinds: Value) -> bool | None:
+        """`isinstance(value, kinds)` for one value, when it can be told."""
+        classes = [kind for kind in (collapse(kinds).items or ()) if isinstance(kind, Klass)] if isinstance(collapse(kinds), Val) else [kinds]
+        value = collapse(value)
+        if isinstance(value, Module):
+            answers = [self.is_instance(value, kind) for kind in classes]
+            return True if any(answers) else (False if all(answer is False for answer in answers) else None)
+        if is_tensor(value):
+            return any(isinstance(kind, Klass) and kind.qualname == "torch.Tensor" for kind in classes) or None
+        return None
 
     def is_instance(self, module: Module, kind: Value) -> bool | None:
         kind = collapse(kind)
@@ -889,8 +899,15 @@ class CallEvaluator:
         return replace(result, opaque=True)
 
     def bind(self, params: Sequence[str], args: Args) -> dict[str, Value]:
-        """Arguments by parameter name, keywords and positionals in order."""
+        """Arguments by parameter name, keywords and positionals in order. A tensor-list
+        parameter given tensors one by one (`torch.einsum(eq, a, b)`) takes them all."""
         bound = {name: value for name, value in zip(params, args.positional)}
+        if "tensors" in params:
+            index = list(params).index("tensors")
+            if index < len(args.positional) and is_tensor(args.positional[index]):
+                bound["tensors"] = Val(items=tuple(args.positional[index:]))
+                for name in params[index + 1:]:
+                    bound.pop(name, None)
         for name, value in args.keywords.items():
             if name in params:
                 bound[name] = value
@@ -913,6 +930,11 @@ def _per_condition(records) -> list[SaveRecord]:
     for record in sorted(records, key=lambda record: record.order):
         first.setdefault(record.condition, record)
     return list(first.values())
+
+
+def _named(params: Params) -> Val:
+    """`named_parameters()`: (name, parameter) pairs."""
+    return Val(items=(Val(items=(NOT_TENSOR, element_of(params))),))
 
 
 def _same_self(bound: Value, state: State) -> bool:

@@ -47,6 +47,14 @@ class Assumption:
 
 Condition = frozenset[Assumption]
 ALWAYS: Condition = frozenset()
+# `if x.grad_fn is not None:` / `if x.requires_grad:` on an activation: whether this run records
+# autograd at all. One assumption for every such test, since they all ask the same question.
+RECORDING = Assumption("autograd", "records", True)
+
+
+def records_nothing(condition: Condition) -> bool:
+    """The path assumed autograd records nothing: no save on it, or before it, is ever checked."""
+    return any(assumption.key == RECORDING.key and not assumption.holds for assumption in condition)
 
 
 def wording(condition: Condition) -> str:
@@ -64,6 +72,8 @@ def _worth_saying(assumption: Assumption) -> bool:
     backward() needs, yet a reader deserves to know a finding depends on it."""
     if assumption.subject == TRAINING:
         return True
+    if assumption.key == RECORDING.key:
+        return False  # the hazards it matters to are not reported without it
     return assumption.against_default or assumption.default is None
 
 

@@ -280,6 +280,7 @@ class Engine:
         summary.node = ref.node
         summary.path = key_of(ref.path)
         summary.patches = child.patches
+        summary.blind = child.blind
         summary.mutations = child.mutations()
         summary.children = child.children
         summary.files = frozenset({key_of(ref.path)}).union(*(c.files for c in child.children))
@@ -364,10 +365,15 @@ class Engine:
         return found
 
     def needs_callers(self, ctx: FileContext) -> bool:
-        """A function of the file writes its argument or builds an in-place module: whether that
-        breaks anything depends on its callers."""
+        """A function of the file writes its argument, builds an in-place module, makes a
+        finding only its callers can prove (its argument's grad is not known here), or uses an
+        argument nobody here passes: whether that breaks anything depends on its callers."""
         here = key_of(ctx.path)
-        return any(summary.path == here and (summary.writes_arguments or summary.builds_inplace) for summary in _all(self.reached))
+        return any(
+            summary.path == here
+            and (summary.writes_arguments or summary.builds_inplace or summary.blind or any(not m.certain for m in summary.mutations))
+            for summary in _all(self.reached)
+        )
 
     def method_receiver(self, ctx: FileContext, cls: ClassInfo | None, node: cst.FunctionDef) -> Value | None:
         if cls is None or cls.is_autograd_function or _is_static(node):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from .values import Grad, Module, Val, Value, reachable
+from .values import Choice, Grad, Module, Val, Value, fresh_id, reachable
 
 if TYPE_CHECKING:
     from .classes import ClassInfo
@@ -53,15 +53,20 @@ def parameters_of(value: Value) -> frozenset[int]:
     return frozenset()
 
 
-def submodules(value: Value, seen: set[int] | None = None) -> list[Module]:
-    """A module and every module inside it, each once, as `model.modules()` yields them."""
+def submodules(value: Value, seen: set[int] | None = None, own: dict[str, Value] | None = None) -> list[Module]:
+    """A module and every module inside it, each once, as `model.modules()` yields them. `own`:
+    the attributes of a module still being built (`self.modules()` inside `__init__`)."""
     seen = set() if seen is None else seen
+    if isinstance(value, Choice):
+        return [module for _, option in value.options for module in submodules(option, seen)]
     if not isinstance(value, Module) or value.ident in seen:
         return []
     seen.add(value.ident)
     found = [value]
     children: list[Value] = list(value.items or ())
-    if value.instance is not None:
+    if own is not None:
+        children += list(own.values())
+    elif value.instance is not None:
         children += list(value.instance.attrs.values())
         if value.instance.container is not None:
             children += list(value.instance.container.items or ())
@@ -75,15 +80,25 @@ def submodules(value: Value, seen: set[int] | None = None) -> list[Module]:
 
 
 def patched(value: Value, patches: dict[int, Module]) -> Value:
-    """`value` with the modules `patches` rewrote (`m.inplace = True` over `self.modules()`)."""
+    """`value` with the modules `patches` rewrote (`m.inplace = True` over `self.modules()`),
+    through containers and the attributes of project instances (copied, never changed: an
+    instance is shared by every site that builds it with the same arguments)."""
     if not patches:
         return value
+    if isinstance(value, Choice):
+        options = tuple((condition, patched(option, patches)) for condition, option in value.options)
+        return Choice(options) if options != value.options else value
     if isinstance(value, Module):
         value = patches.get(value.ident, value)
         if value.items is not None:
             items = tuple(patched(item, patches) for item in value.items)
             if items != value.items:
                 value = replace(value, items=items)
+        if value.instance is not None:
+            attrs = {name: patched(attr, patches) for name, attr in value.instance.attrs.items()}
+            if any(attrs[name] is not attr for name, attr in value.instance.attrs.items()):
+                instance = Instance(value.instance.cls, attrs, value.instance.container, value.instance.built, value.instance.label)
+                value = replace(value, instance=instance, ident=fresh_id())
         return value
     if isinstance(value, Val) and value.items is not None and not reachable(value):
         items = tuple(patched(item, patches) for item in value.items)

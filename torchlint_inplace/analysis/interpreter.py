@@ -25,7 +25,7 @@ import libcst as cst
 from .autograd_function import FunctionContract
 from .calls import CallEvaluator, dtype_name
 from .classes import ClassInfo, FunctionRef
-from .conditions import TRAINING, Assumption, Condition, against_defaults, consistent
+from .conditions import RECORDING, TRAINING, Assumption, Condition, against_defaults, consistent, records_nothing
 from .hazards import (
     Hazard,
     hidden_reason,
@@ -114,6 +114,7 @@ _COMPARISONS: dict[type, tuple[str, Callable[[object, object], bool]]] = {
 _POSITIVE = {"!=": "==", "is not": "is", "not in": "in"}
 _COMMUTATIVE = frozenset({"mul", "add"})
 _MAX_LOOP_NESTING = 3
+_MAX_UNROLLED = 16  # items of a known container a loop runs through one by one
 MAX_CALL_DEPTH = 12
 _EVERYTHING: frozenset[int] = frozenset({-1})  # top-level code: whatever it computed may be backwarded
 
@@ -146,6 +147,10 @@ class FunctionInterpreter:
         self.children: list = []  # summaries of the runs this one reached
         self.param_storages: frozenset[int] = frozenset()
         self.inherited: dict[int, tuple] = {}
+        self.param_names: set[str] = set()
+        # Set when an argument nobody passed is used as an object (`tensor.clone()` on an
+        # unannotated parameter): what this run proves depends on what callers pass.
+        self.blind = False
         self.caller_storages: frozenset[int] = frozenset()
         self.view_names: set[str] = set()  # names ever bound to a view of a tensor (`v = out[1:]`)
         self.contract: FunctionContract | None = None
@@ -171,6 +176,7 @@ class FunctionInterpreter:
         node = func.node
         state = State(env=dict(env), hooked=self.hooked)
         self.param_storages = frozenset().union(*(reachable(value) for value in params.values())) if params else frozenset()
+        self.param_names = set(params)
         # What the caller's tensors already were (a leaf, a view torch forbids writing): a write
         # into one is the caller's finding (TIP007, applied at the call), not this run's.
         self.inherited = {storage: _refusal(tensor) for value in params.values() for tensor in tensors_in(value) for storage in tensor.storages}
@@ -310,24 +316,33 @@ class FunctionInterpreter:
         return merge_states(outcomes) if outcomes else State(dead=True)
 
     def exec_loop(self, node: cst.For | cst.While, state: State) -> State:
-        """Two rounds (one past nesting depth 3); a loop over a container known to hold
-        elements, or `while True`, has no path that skips the body."""
+        """A loop over a container whose few distinct items are known runs once per item, in
+        order (`for m in self.modules()`, a list of different blocks); any other runs two rounds
+        (one past nesting depth 3), so that state carried into the next iteration is seen. A
+        loop over a container known to hold elements, or `while True`, has no path that skips
+        the body."""
+        elements: list[Value] = []
         if isinstance(node, cst.For):
             iterable = self.eval_iterable(node.iter, state)
-            element = self.iteration_element(node.iter, iterable, state)
+            elements = self.unrolled(node.iter, iterable, state)
             runs_once = nonempty(iterable) or self.counts_up(node.iter, state)
+            if not elements:
+                element = self.iteration_element(node.iter, iterable, state)
+                elements = [element] * (2 if self.loop_depth < _MAX_LOOP_NESTING else 1)
+                unrolled = False
+            else:
+                unrolled = True
         else:
-            element, iterable = NOT_TENSOR, NOT_TENSOR
             entered, skipped = self.branch(node.test, state.copy())
             runs_once = skipped is None
             if entered is None:
                 return state
-        rounds = 2 if self.loop_depth < _MAX_LOOP_NESTING else 1
+            elements = [NOT_TENSOR] * (2 if self.loop_depth < _MAX_LOOP_NESTING else 1)
+            unrolled = False
         self.loop_depth += 1
-        entry = state
         exits = [] if runs_once else [state]
         current = state
-        for _ in range(rounds):
+        for index, element in enumerate(elements):
             current = current.copy()
             if isinstance(node, cst.For):
                 self.assign(node.target, element, current, node)
@@ -339,8 +354,9 @@ class FunctionInterpreter:
             after = self.exec_block(node.body, current)
             jumps = self.jumps.pop()
             exits.extend(jumps)
-            exits.append(after)
-            current = merge_states([entry, after, *jumps]) if not after.dead or jumps else after
+            if not unrolled or index == len(elements) - 1:
+                exits.append(after)
+            current = merge_states([after, *jumps])
             if current.dead:
                 break
         self.loop_depth -= 1
@@ -348,6 +364,21 @@ class FunctionInterpreter:
         if node.orelse is not None and not merged.dead:
             merged = self.exec_block(node.orelse.body, merged)
         return merged
+
+    def unrolled(self, expr: cst.BaseExpression, iterable: Value, state: State) -> list[Value]:
+        """The elements a loop binds in order, when its container's items are known and few."""
+        enumerated = isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "enumerate"
+        container = collapse(iterable)
+        if enumerated:
+            parts = container.items if isinstance(container, Val) and container.items else ()
+            container = collapse(parts[0]) if len(parts) == 1 else NOT_TENSOR
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in ("zip", "reversed"):
+            return []
+        items = container.items if isinstance(container, (Val, Module)) and not is_tensor(container) else None
+        limit = _MAX_UNROLLED * 4 if self.constructing else _MAX_UNROLLED  # construction handles no tensors: cheap
+        if items is None or not 2 <= len(items) <= limit or self.loop_depth >= 2:
+            return []
+        return [Val(items=(Const(index), item)) if enumerated else item for index, item in enumerate(items)]
 
     def counts_up(self, iterable: cst.BaseExpression, state: State) -> bool:
         """`range(n)` with a known positive count runs at least once."""
@@ -445,14 +476,16 @@ class FunctionInterpreter:
         self.write(form, node, target_expr, target, state, action, overlap=overlap, chain=chain)
         if op is not None:
             graph |= self.record_op(op, label, bound, target, node, state, {}, only=lambda saved: saved == "result").graph
-        if graph - target.graph:
+        if graph - target.graph or (target.grad is Grad.NO and any(grad_of(value) > Grad.NO for value in others.values())):
             self.regraph(target, graph, state)
 
     def regraph(self, target: Val, graph: frozenset[int], state: State) -> None:
-        """After an in-place op the written tensor's value depends on its operands too."""
+        """After an in-place op the written tensor's value depends on its operands too: it is
+        in their graph, and requires grad if it did not (`buffer[i] = x * w`)."""
         for name, value in list(state.env.items()):
-            if isinstance(value, Val) and value.storages & target.storages and not value.graph >= graph:
-                state.env[name] = replace(value, graph=value.graph | graph)
+            if isinstance(value, Val) and value.storages & target.storages and (not value.graph >= graph or value.grad is Grad.NO):
+                grad = Grad.MAYBE if value.grad is Grad.NO and self.grad_enabled else value.grad
+                state.env[name] = replace(value, graph=value.graph | graph, grad=grad, fresh_buffer=False)
 
     def combine(self, left: Value, right: Value, op: cst.BaseBinaryOp | cst.BaseAugOp, node: cst.CSTNode) -> Value:
         """Python arithmetic on configuration values: constants compute, unknowns stay symbolic."""
@@ -495,14 +528,21 @@ class FunctionInterpreter:
             self.eval_slices(target, state)
             if is_tensor(base) and not string_index(target):
                 self.write(Form.INDEX_ASSIGN, statement, target.value, collapse(base), state, f"`{self.ctx.code_of(target)} = ...` writes into")
-                if graph_of(value):
+                if graph_of(value) or grad_of(value) > Grad.NO:
                     self.regraph(collapse(base), graph_of(value), state)  # type: ignore[arg-type]
                 return
             self.store_item(target, value, state, statement)
             return
-        if isinstance(target, cst.Attribute) and not isinstance(collapse(self.peek(target.value, state)), Val):
-            owner = collapse(self.peek(target.value, state))
-            if isinstance(owner, Module) and dotted(target.value) != "self":
+        if isinstance(target, cst.Attribute) and target.attr.value == "requires_grad" and is_tensor(self.peek(target.value, state)):
+            owner_name = dotted(target.value)
+            if owner_name is not None and _truth(collapse(value)) is not None:
+                # `tensor.requires_grad = True`: a leaf that requires grad from here on.
+                grad = Grad.LEAF if _truth(collapse(value)) else Grad.NO
+                state.env[owner_name] = replace(collapse(self.peek(target.value, state)), grad=grad, origin=statement)  # type: ignore[type-var]
+            return
+        if isinstance(target, cst.Attribute) and dotted(target.value) != "self":
+            owner = self.peek(target.value, state)
+            if any(isinstance(option, Module) for _, option in options_of(owner)):
                 self.patch_module(target.value, owner, target.attr.value, value, statement, state)
         name = dotted(target)
         if name is not None:
@@ -517,17 +557,20 @@ class FunctionInterpreter:
             for key in [key for key in state.env if key.startswith(prefix)]:
                 del state.env[key]
 
-    def patch_module(self, owner_expr: cst.BaseExpression, owner: Module, attr: str, value: Value, statement: cst.CSTNode, state: State) -> None:
-        """`m.inplace = True` on a module reached through an alias (`for m in self.modules()`)."""
-        rebuilt = self.calls.modules.with_attribute(owner, attr, value, statement, state)
-        if rebuilt is None:
-            return
-        for condition, option in options_of(self.peek(owner_expr, state)):
-            if isinstance(option, Module):
-                self.patches[option.ident] = self.calls.modules.with_attribute(option, attr, value, statement, state) or option
+    def patch_module(self, owner_expr: cst.BaseExpression, owner: Value, attr: str, value: Value, statement: cst.CSTNode, state: State) -> None:
+        """`m.inplace = True` on modules reached through an alias (`for m in self.modules()`):
+        every module the alias may be is rewritten where it is held."""
+        rebuilt = []
+        for condition, option in options_of(owner):
+            if not isinstance(option, Module):
+                continue
+            changed = self.calls.modules.with_attribute(option, attr, value, statement, state)
+            if changed is not None:
+                self.patches[option.ident] = changed
+                rebuilt.append((condition, changed))
         name = dotted(owner_expr)
-        if name is not None:
-            state.env[name] = rebuilt
+        if name is not None and rebuilt:
+            state.env[name] = rebuilt[0][1] if len(rebuilt) == 1 else Choice(tuple(rebuilt))
 
     def store_item(self, target: cst.Subscript, value: Value, state: State, statement: cst.CSTNode) -> None:
         """`d["k"] = v`, `xs[i] = v`: a list or dict of the function's own, rebound with the item."""
@@ -578,6 +621,12 @@ class FunctionInterpreter:
         return self.decide(test, state)
 
     def decide(self, test: cst.BaseExpression, state: State) -> tuple[State | None, State | None]:
+        grad_test = _grad_test(test)
+        if grad_test is not None:
+            subject, attribute, negated = grad_test
+            decided = self.decide_grad(subject, attribute, state)
+            if decided is not None:
+                return decided[::-1] if negated else decided
         if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
             left = self.eval(test.left, state)
             comparison = test.comparisons[0]
@@ -586,8 +635,34 @@ class FunctionInterpreter:
             if compare is not None:
                 return self.split(test, test.left, left, state, lambda value: _compare(compare, symbol, value, right), _subject_test(symbol, right))
             return state.copy(), state
+        if isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value == "isinstance" and len(test.args) == 2:
+            subject = self.eval(test.args[0].value, state)
+            kinds = self.eval(test.args[1].value, state)
+            # `if isinstance(m, nn.ReLU):` — on that side `m` is one of the ReLUs it may be.
+            return self.split(test, test.args[0].value, subject, state, lambda option: self.calls.isinstance_verdict(option, kinds), None)
         value = self.eval(test, state)
         return self.split(test, test, value, state, _truth, ("", True))
+
+    def decide_grad(self, subject: cst.BaseExpression, attribute: str, state: State) -> tuple[State | None, State | None] | None:
+        """`if x.grad_fn is not None:` / `if x.requires_grad:` on an activation: the code telling
+        training from inference. Autograd records for every activation of a run or for none
+        (grad mode and the parameters' flags are global), so the side where `x` records nothing
+        assumes no saves anywhere (`RECORDING` false): a save-based hazard there is not one."""
+        value = collapse(self.eval(subject, state))
+        if not is_tensor(value):
+            return None
+        assert isinstance(value, Val)
+        if value.grad is Grad.NO:
+            return None, state
+        if value.grad is Grad.LEAF:
+            return (state.copy(), None) if attribute == "requires_grad" else (None, state)  # a leaf has no grad_fn
+        known = state.assumed.get(RECORDING.key)
+        if known is not None:
+            return (state.copy(), None) if known.holds else (None, state)
+        holds, fails = state.copy(), state.copy()
+        holds.assume(RECORDING)
+        fails.assume(RECORDING.negated())
+        return holds, fails
 
     def split(
         self, test: cst.BaseExpression, subject_expr: cst.BaseExpression, value: Value, state: State,
@@ -845,6 +920,7 @@ class FunctionInterpreter:
 
     def eval_subscript(self, expr: cst.Subscript, state: State) -> Value:
         base = self.eval(expr.value, state)
+        self.note_blind(expr.value, base)
         advanced = self.eval_slices(expr, state)
         index = expr.slice[0].slice if len(expr.slice) == 1 else None
         key = self.peek(index.value, state) if isinstance(index, cst.Index) else None
@@ -878,6 +954,10 @@ class FunctionInterpreter:
             return base.part()  # `outputs[1]` of a module we cannot see: likely a tuple element
         # Basic indexing returns a view; indexing with a tensor or a list copies.
         return self.new_tensor([base]) if advanced else base.view()
+
+    def note_blind(self, expr: cst.BaseExpression, value: Value) -> None:
+        if isinstance(value, Sym) and isinstance(expr, cst.Name) and expr.value in self.param_names:
+            self.blind = True
 
     def eval_slices(self, expr: cst.Subscript, state: State) -> bool:
         advanced = False
@@ -1104,6 +1184,8 @@ class FunctionInterpreter:
                 if known.node is chain and known.form is form:
                     self.sink[index] = (replace(known, chain=site.node), orders)
                     return
+        if not (hazard.silent or hazard.refused) and records_nothing(condition):
+            return  # the saves it blames are never made where the path's own test says nothing records
         if site.path != self.ctx.path:
             action = f"{action} (called from {Path(self.ctx.path).name})"
         span_of = self.engine.span_of(site.path)
@@ -1191,6 +1273,18 @@ def _merged_value(body: Value | None, orelse: Value | None, holds: State | None,
     when_body = frozenset(holds.assumed.values()) - frozenset(state.assumed.values()) if holds is not None else frozenset()
     when_orelse = frozenset(fails.assumed.values()) - frozenset(state.assumed.values()) if fails is not None else frozenset()
     return merge_values(body, orelse, when_body, when_orelse)
+
+
+def _grad_test(test: cst.BaseExpression) -> tuple[cst.BaseExpression, str, bool] | None:
+    """`x.requires_grad`, `x.grad_fn is not None` (true when `x` records), `x.grad_fn is None`
+    (true when it does not): `(x, attribute, negated)`."""
+    if isinstance(test, cst.Attribute) and test.attr.value == "requires_grad":
+        return test.value, "requires_grad", False
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Attribute) and test.left.attr.value == "grad_fn":
+        comparison = test.comparisons[0]
+        if isinstance(comparison.comparator, cst.Name) and comparison.comparator.value == "None" and isinstance(comparison.operator, (cst.Is, cst.IsNot)):
+            return test.left.value, "grad_fn", isinstance(comparison.operator, cst.Is)
+    return None
 
 
 def _truth(value: Value) -> bool | None:

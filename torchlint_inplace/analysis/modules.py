@@ -249,7 +249,7 @@ class ModuleFactory:
             state.saves[storage] = frozenset(records)
         self.i.write(
             Form.INPLACE_ACTIVATION, call, call.func, Val(module.params, Grad.MAYBE, origin=module.origin), state,
-            f"`{label}` with {writer}= renormalises its weight in place; it rewrites", site=site, calls=calls,
+            f"`{label}` with {writer}= renormalises the weight of", site=site, calls=calls,
         )
         for storage, records_before in previous.items():
             if records_before is not None:

@@ -9,6 +9,7 @@ memory bound, for the rest of the run; nothing is imported or executed.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from collections import OrderedDict
@@ -221,7 +222,8 @@ class Project:
         root = scan_root(here)
         self.scanned_roots.add(key_of(root))
         found = []
-        for candidate in self._import_index(root).get(here.stem, ()):
+        name = here.parent.name if here.name == "__init__.py" else here.stem  # a package is imported by its folder's name
+        for candidate in self._import_index(root).get(name, ()):
             if key_of(candidate) == key_of(here):
                 continue
             other = self.file(candidate)
@@ -234,7 +236,7 @@ class Project:
         key = key_of(root)
         if key not in self._import_indexes:
             index: dict[str, list[Path]] = {}
-            for candidate in _python_files(root)[:MAX_IMPORTER_SCAN]:
+            for candidate in itertools.islice(_python_files(root), MAX_IMPORTER_SCAN):
                 try:
                     text = candidate.read_text("utf-8", errors="replace")
                 except OSError:
@@ -294,12 +296,24 @@ def key_of(path: str | Path) -> str:
 
 def scan_root(path: Path) -> Path:
     """Where the callers of a file may live: its project (scripts import its packages
-    absolutely, `train.py` beside `utils/ops.py`), else its outermost package."""
+    absolutely, `train.py` beside `utils/ops.py`), else its outermost package, else the
+    scripts beside it."""
     project = layout.project_root(path)
     if project is not None:
         return project
     package = layout.package_root(path)
     return package if package is not None else path.parent
+
+
+def _python_files(root: Path) -> Iterator[Path]:
+    """The Python files under `root`, in a stable order, outside virtualenvs and build output.
+    Lazy, so a scan stopped at MAX_IMPORTER_SCAN files never walks the rest of a large tree.
+    A loose script's folder (no project, no package: a home directory, /tmp) yields only the
+    files beside it: scripts import their siblings, and its subfolders are other people's."""
+    loose = layout.project_root(root / "_") is None and not (root / "__init__.py").exists()
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = [] if loose else sorted(name for name in subfolders if name not in _NOT_SCANNED and not name.startswith(".") and not name.endswith(".egg-info"))
+        yield from (Path(folder) / name for name in sorted(files) if name.endswith(".py"))
 
 
 def _read_index(path: Path) -> FileContext | None:
@@ -353,14 +367,6 @@ def absolute_import_bases(here: Path) -> list[Path]:
             bases.append(extra)
     return bases
 
-
-def _python_files(root: Path) -> list[Path]:
-    """The Python files under `root`, in a stable order, outside virtualenvs and build output."""
-    found = []
-    for folder, subfolders, files in os.walk(root):
-        subfolders[:] = sorted(name for name in subfolders if name not in _NOT_SCANNED and not name.startswith(".") and not name.endswith(".egg-info"))
-        found.extend(Path(folder) / name for name in sorted(files) if name.endswith(".py"))
-    return found
 
 
 def _module_file(base: Path, module: str, name: str) -> tuple[Path, str] | None:

@@ -48,6 +48,7 @@ class Summary:
     files: frozenset[str] = frozenset()  # every file this summary was read from
     builds_inplace: bool = False  # returns or binds a module that writes its input: callers decide the damage
     writes_arguments: bool = False
+    blind: bool = False  # used an argument nobody passed as an object: callers may prove more
     node: object = None  # the function this is a run of
     path: str = ""  # the file it lives in
     patches: dict = field(default_factory=dict)  # modules rewritten through an alias (construction)

@@ -216,7 +216,7 @@ class Choice:
 
 Value = Union[Val, Const, Sym, Klass, Func, Namespace, Super, Partial, Module, DictVal, Params, Optimizer, Choice]
 
-MAX_OPTIONS = 8
+MAX_OPTIONS = 32
 
 
 def merge_values(a: Value | None, b: Value | None, when_a: Condition = frozenset(), when_b: Condition = frozenset()) -> Value:
@@ -300,8 +300,8 @@ def collapse(value: Value) -> Value:
 
 
 def grad_of(value: Value | None) -> Grad:
-    value = collapse(value) if value is not None else None
-    return value.grad if isinstance(value, Val) and value.is_tensor else Grad.NO
+    """Whether a value may require grad: a tensor's own, the most of a list's or tuple's."""
+    return max((tensor.grad for tensor in tensors_in(value)), default=Grad.NO)
 
 
 def is_tensor(value: Value | None) -> bool:
@@ -361,9 +361,12 @@ def element_of(value: Value) -> Value:
     if isinstance(value, DictVal):
         return merge_all([Const(key) for key, _ in value.entries]) if value.entries else NOT_TENSOR
     if isinstance(value, Val) and value.is_tensor:
-        return value.view()
+        return replace(value.view(), multi_view="unbind")  # iterating a tensor unbinds it
     if isinstance(value, Val) and value.items:
         return merge_all(value.items)
+    if isinstance(value, Params):
+        # `for p in model.parameters()`: leaves that require grad (the model's, when known).
+        return Val(value.storages if value.storages else fresh_storage(), Grad.LEAF)
     return NOT_TENSOR
 
 

@@ -162,13 +162,19 @@ def _key(finding: Finding) -> _Key:
     return (finding.code, finding.span, finding.message)
 
 
-def _ineffective(applied: list[Finding], before: list[Finding], after: list[Finding], old: str, new: str) -> list[Finding]:
+def _ineffective(
+    applied: list[Finding], before: list[Finding], after: list[Finding], old: str, new: str
+) -> list[Finding]:
     """Applied fixes whose finding is still there, as often as before: a rewrite that cannot
     help (each round would add another useless clone up to the bound) is worse than none."""
     old_lines, new_lines = old.splitlines(), new.splitlines()
     counts_before = Counter(_gist(finding, old_lines) for finding in before)
     counts_after = Counter(_gist(finding, new_lines) for finding in after)
-    return [finding for finding in applied if counts_after[_gist(finding, old_lines)] >= counts_before[_gist(finding, old_lines)]]
+    return [
+        finding
+        for finding in applied
+        if counts_after[_gist(finding, old_lines)] >= counts_before[_gist(finding, old_lines)]
+    ]
 
 
 def _gist(finding: Finding, lines: list[str]) -> tuple[str, str, str]:
