@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
+
 from .diagnosis import Diagnosis, diagnose
 from .sites import Site, code_frame
 
@@ -23,6 +25,18 @@ class TensorInfo:
     @property
     def text(self) -> str:
         return f"{self.dtype.removeprefix('torch.')}[{', '.join(map(str, self.shape))}] on {self.device}"
+
+
+def tensor_info(tensor: torch.Tensor) -> TensorInfo:
+    return TensorInfo(tuple(tensor.shape), str(tensor.dtype), str(tensor.device), tensor.type())
+
+
+@dataclass(frozen=True)
+class Related:
+    """A second line of an explanation, and its role (`the views were made`, `the module was built`)."""
+
+    role: str
+    site: Site
 
 
 @dataclass(frozen=True)
@@ -48,13 +62,16 @@ class SavedEvent:
 
 @dataclass(frozen=True)
 class WriteEvent(SavedEvent):
-    """An in-place op writing to the storage of a saved tensor; `version` is the one it leaves."""
+    """An in-place op writing to the storage of a saved tensor; `version` is the one it leaves.
+    `built` is where the in-place module that did the write (`nn.ReLU(inplace=True)`) was built,
+    when the tracer saw it built: the line to edit, while `site` stays the call that ran it."""
 
     diagnosis: Diagnosis
+    built: Site | None = None
 
 
-def write_event(op: str, version: int, site: Site | None, saved: SavedEvent) -> WriteEvent:
-    return WriteEvent(op, version, site, diagnose(op, site, saved.site))
+def write_event(op: str, version: int, site: Site | None, saved: SavedEvent, built: Site | None = None) -> WriteEvent:
+    return WriteEvent(op, version, site, diagnose(op, site, saved.site), built)
 
 
 class InplaceCulpritError(RuntimeError):
@@ -89,12 +106,14 @@ class InplaceCulpritError(RuntimeError):
 
     def render(self) -> str:
         lines = [self.headline(), "", f"  tensor: {self.tensor.text}, saved at version {self.saved.version}", ""]
-        lines += _event_block(f"saved for backward by `{self.saved.op}`", self.saved.site)
+        lines += event_block(f"saved for backward by `{self.saved.op}`", self.saved.site)
         for group in _by_statement(self.writes):
             ops = ", ".join(f"`{write.op}`" for write in group)
             refused = self.at_write and group[-1] is self.writes[-1]
             state = "refused" if refused else f"now version {group[-1].version}"
-            lines += _event_block(f"modified in place by {ops} ({state})", group[0].site)
+            lines += event_block(f"modified in place by {ops} ({state})", group[0].site)
+            if group[0].built is not None:
+                lines += event_block("by the in-place module built", group[0].built)
         if not self.writes:
             lines += ["  modified in place by an op the tracer did not see (outside the traced block?)", ""]
         if self.rule:
@@ -113,7 +132,7 @@ def _by_statement(writes: tuple[WriteEvent, ...]) -> list[list[WriteEvent]]:
     return groups
 
 
-def _event_block(title: str, site: Site | None) -> list[str]:
+def event_block(title: str, site: Site | None) -> list[str]:
     if site is None:
         return [f"  {title} (no user code on the stack)", ""]
     return [f"  {title} at {site.location} in {site.function}:", *code_frame(site), ""]
