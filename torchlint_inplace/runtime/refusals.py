@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import FrameType, TracebackType
+from typing import NamedTuple
 
 import torch
 
@@ -25,7 +26,7 @@ from .construction import built_at, inplace_module
 from .diagnosis import diagnose
 from .report import Related, TensorInfo, event_block, tensor_info
 from .sites import Site, called_module, frame_site, is_internal
-from .statements import InplaceForm, Statement, evaluated_forms, function_at, inplace_forms, statement_at
+from .statements import InplaceForm, Statement, evaluated_forms, function_at, inplace_forms, instruction_span, node_at, statement_at
 
 _LEAF_FIX = (
     "to update the tensor itself (a parameter step, a re-initialisation), do it under `with torch.no_grad():` as optimizers do; "
@@ -159,8 +160,25 @@ class InplaceRefusalError(RuntimeError):
         words = {"name": name or "the tensor", "what": what, "function": function or "the Function"}
         self.why = refusal.why.format(**words)
         self.fix = refusal.fix.format(**words)
-        self.rule = "TIP005" if function and refusal.key != "backward-hook-view" else diagnose(op or "", write, None).code
+        self.rule = _rule(op, name, write, function if refusal.key != "backward-hook-view" else None)
         super().__init__(self.render())
+
+    def to_dict(self) -> dict[str, object]:
+        """The error for `trace --format json`: `mutation` is the line to edit, `refused` the write autograd refused."""
+        return {
+            "kind": f"refused-{self.refusal.key}",
+            "at_write": True,
+            "message": self.autograd_message,
+            "rule": self.rule,
+            "fix": self.fix,
+            "why": self.why,
+            "tensor": {"name": self.name, **self.tensor.to_dict()} if self.tensor else None,
+            "mutation": self.culprit.to_dict(),
+            "refused": {"op": self.op, **self.write.to_dict()},
+            "related": [related.to_dict() for related in self.related],
+            "stack": [site.to_dict() for site in self.stack],
+            "text": str(self),
+        }
 
     def render(self) -> str:
         lines = [self.autograd_message, ""]
@@ -174,6 +192,18 @@ class InplaceRefusalError(RuntimeError):
         return "\n".join(lines)
 
 
+def _rule(op: str | None, name: str | None, write: Site, function: str | None) -> str:
+    """The form's rule (as at backward), TIP005 for a custom Function's fault, and TIP007 for a
+    write into an argument of the writing function (a helper's `x[0] = 1.0` on its input)."""
+    if function:
+        return "TIP005"
+    code = diagnose(op or "", write, None).code
+    root = (name or "").split(".", 1)[0].split("[", 1)[0]
+    if code in ("TIP001", "TIP002", "TIP003") and root in write.parameters and root not in ("self", "cls"):
+        return "TIP007"
+    return code
+
+
 # ----------------------------------------------------------------------------------- explaining
 
 
@@ -185,13 +215,14 @@ def explain(error: RuntimeError, views_made_at: Callable[[torch.Tensor], Site | 
     if refusal is None:
         return None
     frames = _frames(error.__traceback__)
-    users = [index for index, (frame, _) in enumerate(frames) if not is_internal(frame)]
+    users = [index for index, entry in enumerate(frames) if not is_internal(entry.frame)]
     if not users:
         return None
     innermost = users[-1]
-    via = _via(frames[innermost + 1 :])
-    write = frame_site(frames[innermost][0], via, frames[innermost][1])
-    form, tensor = _written(frames[innermost:], refusal)
+    user, inner = frames[innermost], frames[innermost + 1 :]
+    via = next((module for entry in inner if (module := called_module(entry.frame))), None)
+    write = frame_site(user.frame, via, user.line)
+    op, name, tensor = _written(user, inner, refusal)
     related: list[Related] = []
     function_class = _function_class(frames, tensor)
     culprit = write
@@ -202,17 +233,17 @@ def explain(error: RuntimeError, views_made_at: Callable[[torch.Tensor], Site | 
             related.append(cause)
     if tensor is not None and refusal.key == "multiple-views" and (made := views_made_at(tensor)) is not None:
         related.append(Related("the views were made", made))
-    module = inplace_module(frame for frame, _ in reversed(frames[innermost + 1 :]))
+    module = inplace_module(entry.frame for entry in reversed(inner))
     if (built := built_at(module)) is not None:
         related.append(Related(f"the in-place `{type(module).__name__}` was built", built))
-    stack = tuple(frame_site(frame, None, line) for frame, line in _without_harness([frames[index] for index in users[:-1]]))
+    stack = tuple(frame_site(entry.frame, None, entry.line) for entry in _without_harness([frames[index] for index in users[:-1]]))
     return InplaceRefusalError(
         message.split("\n", 1)[0].strip(),
         refusal,
         write,
         culprit,
-        form.op if form else None,
-        ast.unparse(form.target) if form else None,
+        op,
+        name,
         tensor_info(tensor) if tensor is not None else None,
         _what(tensor),
         function_class.__qualname__ if function_class is not None else None,
@@ -221,38 +252,49 @@ def explain(error: RuntimeError, views_made_at: Callable[[torch.Tensor], Site | 
     )
 
 
-def _frames(tb: TracebackType | None) -> list[tuple[FrameType, int]]:
+class _Entry(NamedTuple):
+    frame: FrameType
+    line: int
+    lasti: int
+
+
+def _frames(tb: TracebackType | None) -> list[_Entry]:
     frames = []
     while tb is not None:
-        frames.append((tb.tb_frame, tb.tb_lineno))
+        frames.append(_Entry(tb.tb_frame, tb.tb_lineno, tb.tb_lasti))
         tb = tb.tb_next
     return frames
 
 
-def _via(inner: list[tuple[FrameType, int]]) -> str | None:
-    """The outermost torch.nn / torch.optim module between the user's line and the write."""
-    return next((module for frame, _ in inner if (module := called_module(frame))), None)
+def _forms(entry: _Entry) -> list[tuple[InplaceForm, torch.Tensor]]:
+    statement = statement_at(entry.frame.f_code.co_filename, entry.line)
+    if statement is None:
+        return []
+    evaluated = evaluated_forms(statement, entry.frame.f_locals, entry.frame.f_globals)
+    return [(form, value) for form, value in evaluated if isinstance(value, torch.Tensor)]
 
 
-def _written(frames: list[tuple[FrameType, int]], refusal: Refusal) -> tuple[InplaceForm | None, torch.Tensor | None]:
-    """The in-place form of the innermost frame that spells one (the user's line, or the
-    `torch.relu_(input)` inside `F.relu` it called) and the tensor it writes, preferring one that
-    looks as the refusal says (a leaf, a view, an inference tensor)."""
-    fallback: tuple[InplaceForm | None, torch.Tensor | None] = (None, None)
-    user_form: InplaceForm | None = None
-    for frame, line in reversed(frames):
-        statement = statement_at(frame.f_code.co_filename, line)
-        if statement is None:
-            continue
-        candidates = [(form, value) for form, value in evaluated_forms(statement, frame.f_locals, frame.f_globals) if isinstance(value, torch.Tensor)]
-        for form, value in candidates:
-            if refusal.matches(value):
-                return (user_form or form), value
-        if candidates and fallback[0] is None:
-            fallback = candidates[0]
-        if not is_internal(frame) and user_form is None:
-            user_form = next((form for form in inplace_forms(statement)), None)
-    return (user_form or fallback[0]), fallback[1]
+def _written(user: _Entry, inner: list[_Entry], refusal: Refusal) -> tuple[str | None, str | None, torch.Tensor | None]:
+    """The refused op, the user's expression for the tensor it writes, and the tensor: from the
+    innermost frame that spells an in-place form on a tensor that looks as the refusal says (a
+    leaf, a view, an inference tensor) — the user's line, or the `torch.relu_(input)` inside the
+    `F.relu` it called, where the user's expression is the call's argument."""
+    found: tuple[InplaceForm, torch.Tensor, bool] | None = None
+    for entry in [*reversed(inner), user]:
+        for form, value in _forms(entry):
+            if found is None or (refusal.matches(value) and not refusal.matches(found[1])):
+                found = (form, value, entry is user)
+        if found is not None and refusal.matches(found[1]):
+            break
+    if found is None:
+        return None, None, None
+    form, tensor, in_user_code = found
+    if in_user_code:
+        return form.op, ast.unparse(form.target), tensor
+    statement = statement_at(user.frame.f_code.co_filename, user.line)
+    call = node_at(statement, instruction_span(user.frame.f_code, user.lasti)) if statement else None
+    argument = call.args[0] if isinstance(call, ast.Call) and call.args else None
+    return form.op, ast.unparse(argument) if argument is not None else None, tensor
 
 
 def _what(tensor: torch.Tensor | None) -> str:
@@ -262,15 +304,15 @@ def _what(tensor: torch.Tensor | None) -> str:
     return "an nn.Parameter" if isinstance(leaf, torch.nn.Parameter) else "made with requires_grad=True"
 
 
-def _function_class(frames: list[tuple[FrameType, int]], tensor: torch.Tensor | None) -> type | None:
+def _function_class(frames: list[_Entry], tensor: torch.Tensor | None) -> type | None:
     """The custom Function involved: the one whose output `tensor` is, or the one whose `apply`
     raised (its `cls` is a local of `Function.apply`)."""
     node = tensor.grad_fn if tensor is not None else None
     forward_class = getattr(node, "_forward_cls", None)
     if isinstance(forward_class, type):
         return forward_class
-    for frame, _ in reversed(frames):
-        owner = frame.f_locals.get("cls") if frame.f_code.co_name == "apply" else None
+    for entry in reversed(frames):
+        owner = entry.frame.f_locals.get("cls") if entry.frame.f_code.co_name == "apply" else None
         if isinstance(owner, type) and issubclass(owner, torch.autograd.Function):
             return owner
     return None
@@ -317,11 +359,11 @@ def _site(code, statement: ast.stmt, function: str) -> Site:
     return Site(code.co_filename, statement.lineno, f"{function}.forward", code.co_varnames[: code.co_argcount], None)
 
 
-def _without_harness(frames: list[tuple[FrameType, int]]) -> list[tuple[FrameType, int]]:
+def _without_harness(frames: list[_Entry]) -> list[_Entry]:
     """Drops the leading frames of installed packages (click, pytest, pluggy run the user's
     code; the user's own frames follow them)."""
-    for index, (frame, _) in enumerate(frames):
-        file = frame.f_code.co_filename
+    for index, entry in enumerate(frames):
+        file = entry.frame.f_code.co_filename
         if "site-packages" not in file and "dist-packages" not in file:
             return frames[index:]
-    return frames
+    return []

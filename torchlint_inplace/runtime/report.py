@@ -26,6 +26,9 @@ class TensorInfo:
     def text(self) -> str:
         return f"{self.dtype.removeprefix('torch.')}[{', '.join(map(str, self.shape))}] on {self.device}"
 
+    def to_dict(self) -> dict[str, object]:
+        return {"shape": list(self.shape), "dtype": self.dtype.removeprefix("torch."), "device": self.device}
+
 
 def tensor_info(tensor: torch.Tensor) -> TensorInfo:
     return TensorInfo(tuple(tensor.shape), str(tensor.dtype), str(tensor.device), tensor.type())
@@ -37,6 +40,13 @@ class Related:
 
     role: str
     site: Site
+
+    def to_dict(self) -> dict[str, object]:
+        return {"role": self.role, **self.site.to_dict()}
+
+
+def site_dict(site: Site | None) -> dict[str, object] | None:
+    return site.to_dict() if site is not None else None
 
 
 @dataclass(frozen=True)
@@ -91,6 +101,23 @@ class InplaceCulpritError(RuntimeError):
         self.rule = culprit.code if culprit else None
         self.fix = culprit.fix if culprit else None
         super().__init__(self.render())
+
+    def to_dict(self) -> dict[str, object]:
+        """The error for `trace --format json`: the last write is the mutation to fix."""
+        mutation = self.writes[-1] if self.writes else None
+        return {
+            "kind": "modified-before-backward",
+            "at_write": self.at_write,
+            "message": self.headline(),
+            "rule": self.rule,
+            "fix": self.fix,
+            "tensor": self.tensor.to_dict(),
+            "mutation": site_dict(mutation.site) if mutation else None,
+            "built": site_dict(mutation.built) if mutation else None,
+            "saved": {"op": self.saved.op, **(site_dict(self.saved.site) or {})},
+            "writes": [{"op": write.op, "version": write.version, **(site_dict(write.site) or {})} for write in self.writes],
+            "text": str(self),
+        }
 
     def headline(self) -> str:
         if self.at_write:

@@ -78,6 +78,18 @@ class SilentReport:
     def key(self) -> tuple:
         return (self.kind, self.write.file, self.write.line, tuple((r.site.file, r.site.line) for r in self.related))
 
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "summary": self.summary,
+            "rule": self.rule,
+            "fix": self.fix,
+            "count": self.count,
+            "tensor": {"name": self.name, **self.tensor.to_dict()} if self.tensor else None,
+            "write": self.write.to_dict(),
+            "related": [related.to_dict() for related in self.related],
+        }
+
     def render(self) -> str:
         times = f" ({self.count} times)" if self.count > 1 else ""
         lines = [f"silent corruption{times}: {self.summary}", ""]
@@ -299,10 +311,20 @@ class SilentWatch:
             if watch.rule == "TIP004"
             else "clone the argument in the callee before writing it (`x = x.clone()`), or pass the callee a copy"
         )
+        if watch.rule == "TIP004":
+            summary = (
+                f"{watch.callee} at line {watch.write.line} rewrote `{alias}` in place, and `{read.function}` reads `{alias}` "
+                f"again at line {read.line}: that read sees the rewritten values, not the ones `{alias}` held"
+            )
+        else:
+            summary = (
+                f"{watch.callee} wrote its argument in place at line {watch.write.line}, and its caller `{read.function}` reads "
+                f"the same tensor as `{alias}` again at line {read.line}: that read sees the written values"
+            )
         self.add(
             SilentReport(
                 "caller-reads-written",
-                f"{watch.callee} wrote `{alias}` in place, and `{read.function}` reads `{alias}` again at line {read.line}: it sees the written values",
+                summary,
                 watch.write,
                 tuple(related),
                 watch.rule,

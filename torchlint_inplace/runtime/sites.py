@@ -50,6 +50,9 @@ class Site:
     def location(self) -> str:
         return f"{_display_path(self.file)}:{self.line}"
 
+    def to_dict(self) -> dict[str, object]:
+        return {"file": _display_path(self.file), "line": self.line, "function": self.function, "code": self.code}
+
 
 def _is_internal(code: CodeType) -> bool:
     internal = _internal_codes.get(code)
