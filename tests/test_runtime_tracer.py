@@ -1,9 +1,13 @@
 """The culprit tracer against torch itself: every fixture that hits autograd's version-counter
 error must be explained with the fixture's own `# expect:` line (and rule) as the mutation and a
-fixture line as the save; every safe driver must run clean, also in fail-fast mode."""
+fixture line as the save; every fixture autograd refuses at the write must be explained with the
+`# expect:` line as the culprit; every silent driver must be reported at its `# expect:` line;
+every safe driver must run clean and unreported, also in fail-fast mode. No explanation shows a
+frame of torch, of this package, of runpy or of click."""
 
 from __future__ import annotations
 
+import os
 import traceback
 from pathlib import Path
 
@@ -15,11 +19,15 @@ torch = pytest.importorskip("torch")
 
 from test_fixtures import DRIVER_CASES, FIXTURES, _kind, fixture_root, _test_id, expected_findings, load_fixture  # noqa: E402
 
-from torchlint_inplace.runtime import InplaceCulpritError, trace  # noqa: E402
+import torchlint_inplace  # noqa: E402
+from torchlint_inplace.runtime import InplaceCulpritError, InplaceRefusalError, trace  # noqa: E402
 
 VERSION_ERROR = "modified by an inplace operation"
 RAISES = [case for case in DRIVER_CASES if _kind(case[1]) == "raises"]
 SAFE = [case for case in DRIVER_CASES if _kind(case[1]) == "safe"]
+SILENT = [case for case in DRIVER_CASES if _kind(case[1]) == "silent"]
+# What an explanation never shows: the frames of torch, of this package, and of what ran the code.
+INTERNAL = (os.path.dirname(torch.__file__), os.path.dirname(torchlint_inplace.__file__), "runpy", "click", "Traceback")
 
 
 def _ids(cases):
@@ -78,16 +86,30 @@ def _plain_error(driver) -> str | None:
     return None
 
 
+def _named(site, built, expected: dict[tuple[str, int], str]) -> tuple[str, int]:
+    """The line a write is named at: its call line, or the line that built the in-place module
+    that ran it, whichever the fixture expects."""
+    if built is not None and (built.file, built.line) in expected:
+        return built.file, built.line
+    return site.file, site.line
+
+
+def _assert_no_internal_frames(message: str) -> None:
+    shown = [marker for marker in INTERNAL if marker in message]
+    assert not shown, f"the explanation shows internal frames ({shown}):\n{message}"
+
+
 @pytest.mark.parametrize(("path", "name", "fail_fast"), _modes(RAISES))
 def test_raising_fixture_is_explained_with_its_expected_lines(path: Path, name: str, fail_fast: bool) -> None:
     driver = getattr(load_fixture(path), name)
     plain = _plain_error(driver)
     assert plain is not None, "a raises_ driver ran clean"
-    if VERSION_ERROR not in plain:
-        pytest.skip(f"autograd refuses this write on the spot, not at backward: {plain.splitlines()[0]}")
-    error = _run(driver, fail_fast)
     expected = _expected_writes(path)
-    writes = [(write.file, write.line) for write in error.writes]
+    if VERSION_ERROR not in plain:
+        _assert_refusal_explained(driver, fail_fast, plain, expected)
+        return
+    error = _run(driver, fail_fast)
+    writes = [_named(write.site, write.built, expected) for write in error.writes]
     assert writes and set(writes) <= set(expected), f"writes at {writes}, expected among {sorted(expected)}"
     assert error.rule == expected[writes[-1]]
     assert error.saved.file in {file for file, _ in expected} and error.saved.code, "the saving line is not in the fixture"
@@ -97,16 +119,55 @@ def test_raising_fixture_is_explained_with_its_expected_lines(path: Path, name: 
     assert VERSION_ERROR in message
     for file, line in [(error.saved.file, error.saved.line), *writes]:
         assert f"{Path(file).name}:{line}" in message
+    _assert_no_internal_frames(message)
     if fail_fast:  # the ordinary traceback already ends in the user's mutating line
         user_frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename.startswith(str(FIXTURES))]
-        assert (user_frames[-1].filename, user_frames[-1].lineno) == writes[-1]
+        assert (user_frames[-1].filename, user_frames[-1].lineno) == (error.writes[-1].file, error.writes[-1].line)
+
+
+def _assert_refusal_explained(driver, fail_fast: bool, plain: str, expected: dict[tuple[str, int], str]) -> None:
+    """Autograd refused the write on the spot: the culprit is the fixture's expected line, with
+    autograd's own sentence first, the reason and the fix, and the traceback kept."""
+    torch.manual_seed(0)
+    with pytest.raises(InplaceRefusalError) as caught, trace(fail_fast=fail_fast):
+        driver()
+    error = caught.value
+    culprit = _named(error.culprit, next((r.site for r in error.related if "was built" in r.role), None), expected)
+    assert culprit in expected, f"culprit {culprit}, expected among {sorted(expected)}"
+    assert error.rule == expected[culprit]
+    message = str(error)
+    assert message.startswith(plain.splitlines()[0].strip())
+    assert f"{Path(culprit[0]).name}:{culprit[1]}" in message and "why: " in message and f"{error.rule}: " in message
+    _assert_no_internal_frames(message)
+    user_frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename.startswith(str(FIXTURES))]
+    assert (user_frames[-1].filename, user_frames[-1].lineno) == (error.write.file, error.write.line)
+
+
+@pytest.mark.parametrize(("path", "name"), SILENT, ids=_ids(SILENT))
+def test_silent_fixture_is_reported_at_its_expected_line(path: Path, name: str) -> None:
+    torch.manual_seed(0)
+    with trace() as tracer:
+        getattr(load_fixture(path), name)()
+    expected = _expected_writes(path)
+    files = {file for file, _ in expected} | {str(file) for file in (fixture_root(path) or path.parent).rglob("*.py")}
+    named = [report for report in tracer.reports if _named(report.write, report.built, expected) in expected]
+    assert named, f"no report at an expected line: {[report.render() for report in tracer.reports]}"
+    for report in named:
+        assert report.rule == expected[_named(report.write, report.built, expected)]
+        one_line = report.kind == "overlapping-operand"  # the operand is read on the writing line itself
+        assert (report.related or one_line) and all(related.site.file in files for related in report.related), "no second line in the fixture"
+        message = report.render()
+        for site in (report.write, *(related.site for related in report.related)):
+            assert f"{Path(site.file).name}:{site.line}" in message
+        _assert_no_internal_frames(message)
 
 
 @pytest.mark.parametrize(("path", "name", "fail_fast"), _modes(SAFE))
 def test_safe_fixture_runs_clean(path: Path, name: str, fail_fast: bool) -> None:
     torch.manual_seed(0)
-    with trace(fail_fast=fail_fast):
+    with trace(fail_fast=fail_fast) as tracer:
         getattr(load_fixture(path), name)()
+    assert not tracer.reports, "\n\n".join(report.render() for report in tracer.reports)
 
 
 # --- the tracer's own behaviour --------------------------------------------------------------

@@ -7,7 +7,8 @@ another reader gets.
   residual `out = act(x); ... out + x`). A write is the callee's *job* when the callee neither
   returns the tensor nor reads it after writing it (a buffer filled, a batch mixed: the
   out-parameter idiom), or when the caller makes the call as a statement, for its effect; then
-  the caller's later reads are what it asked for.
+  the caller's later reads of what it passed are what it asked for (another alias bound before
+  the call, read after it, still sees values it did not ask for).
 - `overlapping-operand`: an in-place op reads an operand that overlaps its target without being
   the same view (`x -= x[:, :1]`): the values depend on the order elements are written. Torch
   refuses most such ops itself; broadcast operands slip through.
@@ -72,6 +73,7 @@ class SilentReport:
     fix: str
     tensor: TensorInfo | None
     name: str | None
+    built: Site | None = None  # the in-place module's build line, when the write was its call
     count: int = 1
 
     @property
@@ -87,6 +89,7 @@ class SilentReport:
             "count": self.count,
             "tensor": {"name": self.name, **self.tensor.to_dict()} if self.tensor else None,
             "write": self.write.to_dict(),
+            "built": self.built.to_dict() if self.built else None,
             "related": [related.to_dict() for related in self.related],
         }
 
@@ -97,6 +100,8 @@ class SilentReport:
             lines += [f"  tensor: {f'`{self.name}`, ' if self.name else ''}{self.tensor.text}", ""]
         lines += event_block("written in place", self.write)
         lines += [line for related in self.related for line in event_block(related.role, related.site)]
+        if self.built is not None:
+            lines += event_block("by the in-place module built", self.built)
         lines.append(f"  {self.rule}: {self.fix}")
         return "\n".join(lines)
 
@@ -237,11 +242,12 @@ class SilentWatch:
             call = instruction_span(holder.f_code, holder.f_lasti)
             stale = _aliases(holder.f_locals, target) - bound_targets(statement)
             call_node = node_at(statement, call)
-            if isinstance(statement.node, ast.Expr) and statement.header is None and call_node is statement.node.value:
-                stale -= aliases_in(call_node)  # a call made for its effect: its arguments are meant to see it
+            for_effect = isinstance(statement.node, ast.Expr) and statement.header is None and call_node is statement.node.value
+            if for_effect:  # a call made for its effect: its arguments are meant to see it, other aliases are not
+                stale -= aliases_in(call_node)
             if not stale:
                 continue
-            vouched = direct or via is not None or _returns_written(frame, target)
+            vouched = direct or for_effect or via is not None or _returns_written(frame, target)
             rule = "TIP004" if via is not None else "TIP005" if frame.f_code.co_varnames[:1] == ("ctx",) else "TIP007"
             self._add_watch(
                 storage_key(target),
@@ -303,9 +309,6 @@ class SilentWatch:
         return False
 
     def _report(self, watch: _CallerWatch, alias: str, read: Site) -> None:
-        related = [Related(f"`{alias}` read again", read)]
-        if watch.built is not None:
-            related.append(Related("by the in-place module built", watch.built))
         fix = (
             f"pass `inplace=False` where the module is built, or keep a copy for the later read (`{alias}.clone()` before the call)"
             if watch.rule == "TIP004"
@@ -326,11 +329,12 @@ class SilentWatch:
                 "caller-reads-written",
                 summary,
                 watch.write,
-                tuple(related),
+                (Related(f"`{alias}` read again", read),),
                 watch.rule,
                 fix,
                 watch.tensor,
                 alias,
+                watch.built,
             )
         )
 
