@@ -72,6 +72,34 @@ def test_rebinding_the_written_name_is_no_stale_read() -> None:
     assert _reports(lambda: Rebinding()(torch.randn(2, 4)).sum().backward()) == []
 
 
+class EndsInInplaceAct(nn.Module):
+    """timm's byobnet `BasicBlock`: `shortcut = x` ... `return self.act(x)`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(4, 4, 3, padding=1)
+        self.conv2 = nn.Conv2d(4, 4, 3, padding=1)
+        self.bn = nn.BatchNorm2d(4)
+        self.shortcut = nn.Identity()
+        self.act = nn.ReLU(inplace=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        shortcut = x
+        x = self.conv1(x)
+        x = self.bn(self.conv2(x))
+        x = x + self.shortcut(shortcut)
+        return self.act(x)
+
+
+def test_the_next_calls_frame_is_not_the_returned_callers() -> None:
+    """A block's frame returned with its `x` written; the next block's frame (of the same code,
+    often at the same address: gernet_s was reported until watches held their frames) reads its
+    own argument, which is no stale read."""
+    stage = lambda: nn.Sequential(*(EndsInInplaceAct() for _ in range(3)))  # noqa: E731
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), stage(), stage())
+    assert _reports(lambda: model(torch.randn(1, 3, 16, 16)).sum().backward()) == []
+
+
 def test_module_built_before_tracing_has_no_build_line() -> None:
     model = Residual()
     [report] = _reports(lambda: model(torch.randn(2, 4)))

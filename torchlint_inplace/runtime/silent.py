@@ -28,10 +28,9 @@ loop running the same lines) are counted, not repeated.
 from __future__ import annotations
 
 import ast
-import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from types import CodeType, FrameType
+from types import FrameType
 
 import torch
 
@@ -56,8 +55,6 @@ from .statements import (
 
 # Torch code that writes its caller's tensors by design: optimizers, nn.init, grad clipping.
 _BY_DESIGN = ("optim/", "nn/init.py", "nn/utils/")
-# A caller watch lives until its frame is gone from the stack at a read of the tensor; this many at most.
-_MAX_WATCHES = 1024
 _MAX_DICT_ITEMS = 64
 
 
@@ -108,10 +105,11 @@ class SilentReport:
 
 @dataclass
 class _CallerWatch:
-    """A caller holding, under `stale` names, a tensor a callee wrote; waiting for it to read one."""
+    """A caller holding, under `stale` names, a tensor a callee wrote; waiting for it to read one.
+    The frames are held, not their ids: a returned frame's id is soon another call's (the next
+    block's `forward`, reading its own argument)."""
 
-    frame_id: int
-    code: CodeType
+    holder: FrameType
     lasti: int  # the caller's instruction during the write: the call itself
     call: Span | None  # the call's position: in its own statement, only names after it are later reads
     statement: int  # the call's statement (its first line)
@@ -121,8 +119,7 @@ class _CallerWatch:
     callee: str  # how the summary names what wrote (`the in-place ReLU`, `Clip.forward`)
     rule: str
     tensor: TensorInfo
-    held: weakref.ref  # the caller's own tensor under one of the stale names (the callee's view may be gone)
-    writer_id: int | None  # the callee's frame, whose later reads of the tensor vouch for the report
+    writer: FrameType | None  # the callee, whose later reads of the tensor vouch for the report
     vouched: bool
 
 
@@ -133,11 +130,14 @@ class SilentWatch:
 
     reports: dict[tuple, SilentReport] = field(default_factory=dict)
     _watches: dict[int, list[_CallerWatch]] = field(default_factory=dict)
-    _count: int = 0
 
     @property
     def waiting(self) -> bool:
         return bool(self._watches)
+
+    def forget(self) -> None:
+        """Drops the waiting watches (and the frames they hold): tracing ended."""
+        self._watches.clear()
 
     def add(self, report: SilentReport) -> None:
         known = self.reports.get(report.key)
@@ -252,18 +252,21 @@ class SilentWatch:
             self._add_watch(
                 storage_key(target),
                 _CallerWatch(
-                    id(holder), holder.f_code, holder.f_lasti, call, statement.first_line, frozenset(stale), site, built, callee, rule,
-                    tensor_info(target), weakref.ref(evaluate_alias(min(stale), holder.f_locals)), None if vouched else id(frame), vouched,
+                    holder, holder.f_lasti, call, statement.first_line, frozenset(stale), site, built, callee, rule,
+                    tensor_info(target), None if vouched else frame, vouched,
                 ),
+                start,
             )
 
-    def _add_watch(self, key: int, watch: _CallerWatch) -> None:
-        self._count += 1
-        if self._count % _MAX_WATCHES == 0:  # drop the watches whose tensor is gone
-            self._watches = {k: alive for k, ws in self._watches.items() if (alive := [w for w in ws if w.held() is not None])}
-        watches = self._watches.setdefault(key, [])
-        watches[:] = [known for known in watches if (known.frame_id, known.write) != (watch.frame_id, watch.write)]
-        watches.append(watch)
+    def _add_watch(self, key: int, watch: _CallerWatch, start: FrameType) -> None:
+        """Adds the watch, dropping those whose caller has returned (no longer on the stack)."""
+        live = {id(frame) for frame in user_frames(start)}
+        self._watches = {
+            known_key: kept
+            for known_key, watches in self._watches.items()
+            if (kept := [known for known in watches if id(known.holder) in live and (known.holder, known.write) != (watch.holder, watch.write)])
+        }
+        self._watches.setdefault(key, []).append(watch)
 
     # --- reads --------------------------------------------------------------------------
 
@@ -284,11 +287,11 @@ class SilentWatch:
 
     def _read(self, watch: _CallerWatch, tensor: torch.Tensor, stack: list[FrameType]) -> bool:
         """Whether the watch is done: reported, or its caller gone or not concerned."""
-        holder = next((frame for frame in stack if id(frame) == watch.frame_id and frame.f_code is watch.code), None)
-        if holder is None or watch.held() is None:
-            return True
+        holder = watch.holder
+        if not any(frame is holder for frame in stack):
+            return True  # the caller returned: it reads nothing any more
         if holder.f_lasti == watch.lasti:  # still inside the call that wrote (or deeper)
-            if not watch.vouched and any(id(frame) == watch.writer_id for frame in stack):
+            if not watch.vouched and any(frame is watch.writer for frame in stack):
                 watch.vouched = True  # the callee reads what it wrote: it wrote it for its own use
             return False
         if not watch.vouched:

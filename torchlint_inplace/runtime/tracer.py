@@ -146,6 +146,8 @@ class Tracer(contextlib.ContextDecorator):
         __tracebackhide__ = True  # pytest shows the user's frames, not this one
         stack, self._watch = self._entered.pop()
         stack.__exit__(exc_type, exc, tb)
+        if not self._entered:
+            self.silent.forget()
         if isinstance(exc, RuntimeError) and not isinstance(exc, (InplaceCulpritError, InplaceRefusalError)):
             explained = explain(exc, self._view_site)
             if explained is not None:
