@@ -322,3 +322,11 @@ def test_cuda_tensors() -> None:
         _sigmoid_then_write(x)
     with trace(fail_fast=True):
         torch.sigmoid(x).sum().backward()
+    with pytest.raises(InplaceRefusalError) as refused, trace():
+        x.view(-1)[0] = 0.0
+    assert refused.value.refusal.key == "view-of-leaf" and refused.value.tensor.device == "cuda:0"
+    with trace() as tracer:
+        s = torch.sigmoid(x)
+        s.data[:, 1:].clamp_(0.2, 0.8)  # a strided `.data` view of the saved result
+        s.sum().backward()
+    assert [(report.kind, report.tensor.device) for report in tracer.reports] == [("hidden-write", "cuda:0")]

@@ -41,7 +41,7 @@ class Refusal:
 
     key: str
     message: re.Pattern[str]
-    why: str  # `{name}`: the written expression; `{function}`: a custom Function's class
+    why: str  # {name}: the written expression; `{function}`: a custom Function's class
     fix: str
     matches: Callable[[torch.Tensor], bool] = lambda tensor: True
 
@@ -62,21 +62,21 @@ REFUSALS = (
     Refusal(
         "leaf",
         re.compile(r"^a leaf Variable that requires grad is being used in an in-place operation"),
-        "`{name}` is a leaf that requires grad ({what}): autograd accumulates its .grad and cannot also record an in-place change to it",
+        "{name} is a leaf that requires grad ({what}): autograd accumulates its .grad and cannot also record an in-place change to it",
         _LEAF_FIX,
         _is_leaf,
     ),
     Refusal(
         "view-of-leaf",
         re.compile(r"^a view of a leaf Variable that requires grad is being used in an in-place operation"),
-        "the write goes through a view of `{name}`, a leaf that requires grad ({what}): it would change the leaf in place",
+        "the write goes through a view of {name}, a leaf that requires grad ({what}): it would change the leaf in place",
         _LEAF_FIX,
         _is_view_of_leaf,
     ),
     Refusal(
         "multiple-views",
         re.compile(r"^Output \d+ of \w+ is a view and is being modified inplace\. This view is the output of a function that returns multiple views"),
-        "`{name}` is one of several views of one tensor that `split`/`chunk`/`unbind` returned: autograd cannot rewrite the "
+        "{name} is one of several views of one tensor that `split`/`chunk`/`unbind` returned: autograd cannot rewrite the "
         "backward of a multi-output view after an in-place write",
         _VIEW_FIX,
         _has_grad_fn,
@@ -84,7 +84,7 @@ REFUSALS = (
     Refusal(
         "backward-hook-view",
         re.compile(r"^Output \d+ of BackwardHookFunction\w* is a view and is being modified inplace"),
-        "`{name}` is the output of a module with a full backward hook (`register_full_backward_hook`, as Grad-CAM and Captum "
+        "{name} is the output of a module with a full backward hook (`register_full_backward_hook`, as Grad-CAM and Captum "
         "install): the hook hands it on as a view that in-place ops may not modify",
         "make the write out of place (`inplace=False` for an activation after the hooked module), or `.clone()` the hooked module's output first",
         _has_grad_fn,
@@ -92,7 +92,7 @@ REFUSALS = (
     Refusal(
         "custom-function-view",
         re.compile(r"^Output \d+ of \w+ is a view and is being modified inplace\. This view was created inside a custom Function"),
-        "`{name}` is an output of the custom Function `{function}`, which returned its input as is: an in-place write to it "
+        "{name} is an output of the custom Function `{function}`, which returned its input as is: an in-place write to it "
         "would bypass the Function's backward",
         "in `{function}.forward`, call `ctx.mark_dirty(x)` for an input it writes and returns (or return `x.clone()`); or `.clone()` its output before writing into it",
         _has_grad_fn,
@@ -100,14 +100,14 @@ REFUSALS = (
     Refusal(
         "no-grad-view",
         re.compile(r"^A view was created in no_grad mode and is being modified inplace with grad mode enabled"),
-        "`{name}` is a view created under `torch.no_grad()` and written here with grad mode on, which autograd cannot follow",
+        "{name} is a view created under `torch.no_grad()` and written here with grad mode on, which autograd cannot follow",
         "create the view and write it under the same grad mode (both inside the `no_grad` block, or both outside)",
         lambda tensor: tensor._base is not None,
     ),
     Refusal(
         "inference-tensor",
         re.compile(r"^Inplace update to inference tensor outside InferenceMode is not allowed"),
-        "`{name}` was created under `torch.inference_mode()`; an inference tensor cannot be written in place outside it",
+        "{name} was created under `torch.inference_mode()`; an inference tensor cannot be written in place outside it",
         "`x = x.clone()` before writing it, or create it under `torch.no_grad()` instead of `torch.inference_mode()`",
         lambda tensor: tensor.is_inference(),
     ),
@@ -120,7 +120,7 @@ REFUSALS = (
     Refusal(
         "overlapping-operand",
         re.compile(r"^unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location"),
-        "the write reads an operand that overlaps `{name}` in memory: the result would depend on the order the elements are written",
+        "the write reads an operand that overlaps {name} in memory: the result would depend on the order the elements are written",
         "clone the overlapping operand first (`x.add_(x.t().clone())`), or write out of place",
     ),
 )
@@ -157,7 +157,7 @@ class InplaceRefusalError(RuntimeError):
         self.tensor = tensor
         self.related = related
         self.stack = stack
-        words = {"name": name or "the tensor", "what": what, "function": function or "the Function"}
+        words = {"name": f"`{name}`" if name else "the written tensor", "what": what, "function": function or "the Function"}
         self.why = refusal.why.format(**words)
         self.fix = refusal.fix.format(**words)
         self.rule = _rule(op, name, write, function if refusal.key != "backward-hook-view" else None)

@@ -236,11 +236,12 @@ class SilentWatch:
             levels.append((caller, False))
         callee = f"the in-place `{type(module).__name__ if module is not None else op}`" if via is not None else f"`{site.function}`"
         for holder, direct in levels:
-            statement = statement_at(holder.f_code.co_filename, holder.f_lineno)
+            held = _aliases(holder.f_locals, target)
+            statement = statement_at(holder.f_code.co_filename, holder.f_lineno) if held else None
             if statement is None:
                 continue
             call = instruction_span(holder.f_code, holder.f_lasti)
-            stale = _aliases(holder.f_locals, target) - bound_targets(statement)
+            stale = held - bound_targets(statement)
             call_node = node_at(statement, call)
             for_effect = isinstance(statement.node, ast.Expr) and statement.header is None and call_node is statement.node.value
             if for_effect:  # a call made for its effect: its arguments are meant to see it, other aliases are not

@@ -30,6 +30,7 @@ _PACKAGE_FOLDERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" 
 # torch frames on the stack (dispatch, hooks, decorators) say nothing about the line's form.
 _CALLED_PACKAGES = ("nn/", "optim/")
 _internal_codes: dict[CodeType, bool] = {}
+_called_modules: dict[CodeType, str | None] = {}
 
 
 @dataclass(frozen=True)
@@ -84,11 +85,15 @@ def user_frame(frame: FrameType | None) -> tuple[FrameType, str | None] | None:
 
 def called_module(frame: FrameType) -> str | None:
     """`nn/modules/activation.py` for a frame of torch.nn or torch.optim code, else None."""
-    file = frame.f_code.co_filename
+    code = frame.f_code
+    if code in _called_modules:
+        return _called_modules[code]
+    file, module = code.co_filename, None
     if file.startswith(_INTERNAL_ROOTS[0]):
         module = file[len(_INTERNAL_ROOTS[0]) :].replace(os.sep, "/")
-        return module if module.startswith(_CALLED_PACKAGES) else None
-    return None
+        module = module if module.startswith(_CALLED_PACKAGES) else None
+    _called_modules[code] = module
+    return module
 
 
 def user_frames(frame: FrameType | None) -> Iterator[FrameType]:

@@ -48,10 +48,23 @@ def _tree(file: str) -> ast.Module | None:
     return tree
 
 
+_statements: dict[str, tuple[ast.Module, dict[int, Statement | None]]] = {}
+
+
 def statement_at(file: str, line: int) -> Statement | None:
+    """The innermost statement holding `line` (asked for at every write: cached per file)."""
     tree = _tree(file)
     if tree is None:
         return None
+    cached = _statements.get(file)
+    if cached is None or cached[0] is not tree:
+        cached = _statements[file] = (tree, {})
+    if line not in cached[1]:
+        cached[1][line] = _find_statement(tree, line)
+    return cached[1][line]
+
+
+def _find_statement(tree: ast.Module, line: int) -> Statement | None:
     found: Statement | None = None
     body: list[ast.stmt] = tree.body
     while True:
@@ -84,7 +97,8 @@ def _header(node: ast.stmt) -> Iterator[ast.AST]:
         yield decorator
 
 
-def bound_targets(statement: Statement) -> set[str]:
+@lru_cache(maxsize=4096)
+def bound_targets(statement: Statement) -> frozenset[str]:
     """What the statement rebinds: `x` for `x = ...`, `batch['obs']` for `batch['obs'] = ...`
     (spelt as `root_key` text, see `target_text`)."""
     node = statement.node
@@ -105,7 +119,7 @@ def bound_targets(statement: Statement) -> set[str]:
             elif isinstance(element, ast.Subscript) and isinstance(element.ctx, ast.Store) and (text := target_text(element)):
                 names.add(text)
     names |= {node.target.id for node in ast.walk(statement.node) if isinstance(node, ast.NamedExpr)}
-    return names
+    return frozenset(names)
 
 
 def target_text(node: ast.AST) -> str | None:
@@ -129,7 +143,8 @@ class InplaceForm:
     method: bool = False
 
 
-def inplace_forms(statement: Statement) -> list[InplaceForm]:
+@lru_cache(maxsize=4096)
+def inplace_forms(statement: Statement) -> tuple[InplaceForm, ...]:
     forms: list[InplaceForm] = []
     node = statement.node
     if statement.header is None and isinstance(node, ast.AugAssign):
@@ -139,7 +154,7 @@ def inplace_forms(statement: Statement) -> list[InplaceForm]:
     for part in statement.parts():
         for call in (call for call in ast.walk(part) if isinstance(call, ast.Call)):
             forms += _call_forms(call)
-    return forms
+    return tuple(forms)
 
 
 def evaluated_forms(statement: Statement, local: dict, global_: dict) -> list[tuple[InplaceForm, object]]:
@@ -171,9 +186,10 @@ def _call_forms(call: ast.Call) -> list[InplaceForm]:
 
 
 def _root(node: ast.expr) -> ast.expr:
-    """`x` for `x[i]` and `x[i][j]`: what is written through the indexing."""
-    while isinstance(node, ast.Subscript):
-        node = node.value
+    """`x` for `x[i]`, `x[i][j]` and `x.view(-1)[0]`: the tensor written through the indexing
+    and the (view) methods."""
+    while isinstance(node, ast.Subscript) or (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        node = node.value if isinstance(node, ast.Subscript) else node.func.value
     return node
 
 
@@ -265,6 +281,7 @@ def _within(inner: Span, outer: Span) -> bool:
     return outer[:2] <= inner[:2] and inner[2:] <= outer[2:]
 
 
+@lru_cache(maxsize=4096)
 def node_at(statement: Statement, span: Span | None) -> ast.AST | None:
     """The smallest expression of the statement that holds the instruction at `span` (the call
     or operator it is running), or the statement itself."""
@@ -277,7 +294,8 @@ def node_at(statement: Statement, span: Span | None) -> ast.AST | None:
     return best or (statement.node if statement.header is None else None)
 
 
-def aliases_in(node: ast.AST, after: Span | None = None) -> set[str]:
+@lru_cache(maxsize=4096)
+def aliases_in(node: ast.AST, after: Span | None = None) -> frozenset[str]:
     """The aliases (`x`, `batch['obs']`, see `target_text`) the expression loads; with `after`,
     only those past that position, which Python evaluates after it (`f(x) + x`: the second `x`)."""
     found = set()
@@ -287,9 +305,14 @@ def aliases_in(node: ast.AST, after: Span | None = None) -> set[str]:
                 continue
             if (text := target_text(element)) is not None:
                 found.add(text)
-    return found
+    return frozenset(found)
 
 
 def evaluate_alias(alias: str, local: dict) -> object:
     """The value of an alias from `target_text` in a frame's locals."""
-    return evaluate(ast.parse(alias, mode="eval").body, local, {})
+    return evaluate(_alias_expression(alias), local, {})
+
+
+@lru_cache(maxsize=1024)
+def _alias_expression(alias: str) -> ast.expr:
+    return ast.parse(alias, mode="eval").body

@@ -58,13 +58,15 @@ class TracedTests:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         excinfo = call.excinfo
-        if excinfo is not None and isinstance(excinfo.value, (InplaceCulpritError, InplaceRefusalError)):
+        if excinfo is not None and isinstance(excinfo.value, InplaceRefusalError):
+            report.longrepr = f"torchlint-inplace: {excinfo.value}"  # it lists the user's frames itself
+        elif excinfo is not None and isinstance(excinfo.value, InplaceCulpritError):
             report.longrepr = _explained(excinfo)
         return report
 
 
 def _explained(excinfo: pytest.ExceptionInfo) -> str:
-    """The tracer's explanation, then the user's frames that led there (the test's own line first)."""
+    """The tracer's explanation, then the user's frames that led to backward() (the test's own line first)."""
     frames = []
     tb = excinfo.tb
     while tb is not None:
