@@ -13,14 +13,10 @@ pytestmark = pytest.mark.slow  # runs torch
 
 torch = pytest.importorskip("torch")
 
+from conftest import source_line  # noqa: E402
 from torch import nn  # noqa: E402
 
 from torchlint_inplace.runtime import InplaceCulpritError, InplaceRefusalError, trace  # noqa: E402
-
-
-def _line(function, text: str) -> int:
-    lines, first = inspect.getsourcelines(function)
-    return next(first + offset for offset, line in enumerate(lines) if line.strip() == text)
 
 
 def _refusal(run) -> InplaceRefusalError:
@@ -84,7 +80,7 @@ def functional_on_a_leaf() -> None:
 def test_refusal_names_the_line_the_tensor_why_and_the_fix(run, key: str, write: str, name: str, rule: str, words: str) -> None:
     error = _refusal(run)
     assert error.refusal.key == key and error.rule == rule
-    assert error.write.line == _line(run, write) == error.culprit.line and error.write.function == run.__name__
+    assert error.write.line == source_line(run, write) == error.culprit.line and error.write.function == run.__name__
     assert error.name == name and error.tensor is not None
     assert words in error.why and error.fix
     message = str(error)
@@ -95,7 +91,7 @@ def test_refusal_names_the_line_the_tensor_why_and_the_fix(run, key: str, write:
 def test_multi_output_views_name_the_line_that_made_them() -> None:
     error = _refusal(chunk_write)
     [made] = [related for related in error.related if related.role == "the views were made"]
-    assert made.site.line == _line(chunk_write, "first, second = x.chunk(2)")
+    assert made.site.line == source_line(chunk_write, "first, second = x.chunk(2)")
 
 
 class Scale(torch.autograd.Function):
@@ -122,10 +118,10 @@ def test_custom_function_faults_name_the_functions_line_as_culprit() -> None:
 
     error = _refusal(returned_as_is)
     assert (error.refusal.key, error.rule) == ("custom-function-view", "TIP005")
-    assert error.write.line == _line(returned_as_is, "out.mul_(2.0)")
-    assert error.culprit.line == _line(Scale.forward, "return x") and "returned its input as is" in error.related[0].role
+    assert error.write.line == source_line(returned_as_is, "out.mul_(2.0)")
+    assert error.culprit.line == source_line(Scale.forward, "return x") and "returned its input as is" in error.related[0].role
     error = _refusal(lambda: MarkUnreturned.apply(torch.randn(3, requires_grad=True) * 1.0))
-    assert error.refusal.key == "dirty-not-returned" and error.culprit.line == _line(MarkUnreturned.forward, "ctx.mark_dirty(x)")
+    assert error.refusal.key == "dirty-not-returned" and error.culprit.line == source_line(MarkUnreturned.forward, "ctx.mark_dirty(x)")
 
 
 class HookedNet(nn.Module):
@@ -138,7 +134,7 @@ class HookedNet(nn.Module):
         return self.act(self.conv(x))
 
 
-def test_inplace_module_after_a_full_backward_hook_names_the_input_and_the_build_line() -> None:
+def test_inplace_module_after_a_full_backward_hook_names_the_input_and_the_buildsource_line() -> None:
     def run() -> None:
         net = HookedNet()
         net.conv.register_full_backward_hook(lambda module, grad_in, grad_out: None)
@@ -146,9 +142,9 @@ def test_inplace_module_after_a_full_backward_hook_names_the_input_and_the_build
 
     error = _refusal(run)
     assert (error.refusal.key, error.rule, error.op, error.name) == ("backward-hook-view", "TIP004", "relu_", "self.conv(x)")
-    assert error.write.line == _line(HookedNet.forward, "return self.act(self.conv(x))")
+    assert error.write.line == source_line(HookedNet.forward, "return self.act(self.conv(x))")
     [built] = [related for related in error.related if "was built" in related.role]
-    assert built.site.line == _line(HookedNet.__init__, "self.act = nn.ReLU(inplace=True)")
+    assert built.site.line == source_line(HookedNet.__init__, "self.act = nn.ReLU(inplace=True)")
 
 
 def test_other_errors_pass_through_unchanged_and_a_caught_refusal_is_left_alone() -> None:
@@ -164,7 +160,7 @@ def test_other_errors_pass_through_unchanged_and_a_caught_refusal_is_left_alone(
 def test_refusal_keeps_the_traceback_and_is_data() -> None:
     error = _refusal(leaf_view_write)
     frames = [frame for frame in inspect.getinnerframes(error.__traceback__) if frame.filename == __file__]
-    assert frames[-1].lineno == _line(leaf_view_write, "x[0] = 1.0")
+    assert frames[-1].lineno == source_line(leaf_view_write, "x[0] = 1.0")
     data = error.to_dict()
     assert data["kind"] == "refused-view-of-leaf" and data["rule"] == "TIP002" and data["at_write"] is True
     assert data["mutation"]["code"] == data["refused"]["code"] == "x[0] = 1.0" and data["tensor"]["name"] == "x"
@@ -185,8 +181,8 @@ def test_culprit_write_by_an_inplace_module_names_its_build_line_only_if_seen_bu
     with pytest.raises(InplaceCulpritError) as caught, trace():
         DoubleRelu()(torch.randn(2, 3)).sum().backward()
     write = caught.value.writes[-1]
-    assert write.line == _line(DoubleRelu.forward, "return self.act(h)")
-    assert write.built.line == _line(DoubleRelu.__init__, "self.act = nn.ReLU(inplace=True)")
+    assert write.line == source_line(DoubleRelu.forward, "return self.act(h)")
+    assert write.built.line == source_line(DoubleRelu.__init__, "self.act = nn.ReLU(inplace=True)")
     assert f"test_runtime_refusals.py:{write.built.line}" in str(caught.value)
     model = DoubleRelu()
     with pytest.raises(InplaceCulpritError) as caught, trace():

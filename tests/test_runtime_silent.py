@@ -8,23 +8,16 @@ report there would make noise of.
 
 from __future__ import annotations
 
-import inspect
-
 import pytest
 
 pytestmark = pytest.mark.slow  # runs torch
 
 torch = pytest.importorskip("torch")
 
+from conftest import source_line  # noqa: E402
 from torch import nn  # noqa: E402
 
 from torchlint_inplace.runtime import InplaceCulpritError, trace  # noqa: E402
-
-
-def _line(function, text: str) -> int:
-    """The line of `function` whose code is `text`."""
-    lines, first = inspect.getsourcelines(function)
-    return next(first + offset for offset, line in enumerate(lines) if line.strip() == text)
 
 
 def _reports(run) -> list:
@@ -59,10 +52,10 @@ def test_inplace_module_output_added_to_its_input_names_write_read_and_build_lin
     [report] = tracer.reports
     forward = Residual.forward
     assert (report.kind, report.rule, report.name) == ("caller-reads-written", "TIP004", "h")
-    assert report.write.line == _line(forward, "out = self.act(h)") and report.write.function == "Residual.forward"
+    assert report.write.line == source_line(forward, "out = self.act(h)") and report.write.function == "Residual.forward"
     [read] = report.related
-    assert read.site.line == _line(forward, "return out + h")
-    assert report.built.line == _line(Residual.__init__, "self.act = nn.ReLU(inplace=True)")
+    assert read.site.line == source_line(forward, "return out + h")
+    assert report.built.line == source_line(Residual.__init__, "self.act = nn.ReLU(inplace=True)")
     assert "reads `h` again at line" in report.summary and "`ReLU`" in report.summary
     text = report.render()
     assert f"test_runtime_silent.py:{read.site.line}" in text and "inplace=False" in text
@@ -191,7 +184,7 @@ def test_caller_reading_what_its_callee_wrote_is_reported_at_the_read(scenario, 
     [report] = _reports(scenario)
     assert report.kind == "caller-reads-written" and report.rule == "TIP007"
     assert report.write.function in ("clip", "add_into", "zero_then_use")
-    assert report.related[0].site.line == _line(scenario, read)
+    assert report.related[0].site.line == source_line(scenario, read)
     assert "its caller" in report.summary
 
 
@@ -217,7 +210,7 @@ def test_overlapping_operand_is_reported_and_disjoint_or_identical_operands_are_
 
     [report] = _reports(centre)
     assert (report.kind, report.name, report.rule) == ("overlapping-operand", "x", "TIP003")
-    assert report.write.line == _line(centre, "x -= x[:, :1]") and "order" in report.summary
+    assert report.write.line == source_line(centre, "x -= x[:, :1]") and "order" in report.summary
 
 
 class DataClipped(nn.Module):
@@ -237,8 +230,8 @@ def test_data_write_into_a_saved_tensor_is_reported_when_backward_reads_it() -> 
     [report] = _reports(lambda: model(x).sum().backward())
     forward = DataClipped.forward
     assert (report.kind, report.rule, report.name) == ("hidden-write", "TIP008", "s.data")
-    assert report.write.line == _line(forward, "s.data.clamp_(0.2, 0.8)")
-    assert report.related[0].site.line == _line(forward, "s = torch.sigmoid(self.fc(x))") and "sigmoid" in report.summary
+    assert report.write.line == source_line(forward, "s.data.clamp_(0.2, 0.8)")
+    assert report.related[0].site.line == source_line(forward, "s = torch.sigmoid(self.fc(x))") and "sigmoid" in report.summary
 
 
 def test_detached_write_into_a_saved_tensor_still_raises() -> None:
@@ -249,38 +242,6 @@ def test_detached_write_into_a_saved_tensor_still_raises() -> None:
         s.detach().zero_()
         s.sum().backward()
     assert tracer.reports == []
-
-
-class SaveThenSquare(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x: torch.Tensor) -> torch.Tensor:
-        ctx.save_for_backward(x)
-        x.pow_(2)
-        ctx.mark_dirty(x)
-        return x
-
-    @staticmethod
-    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
-        (x,) = ctx.saved_tensors
-        return 2 * x * grad
-
-
-class SquareThenSave(SaveThenSquare):
-    @staticmethod
-    def forward(ctx, x: torch.Tensor) -> torch.Tensor:
-        x.pow_(2)
-        ctx.mark_dirty(x)
-        ctx.save_for_backward(x)
-        return x
-
-
-def test_custom_function_writing_what_it_saved_is_reported_with_the_save() -> None:
-    x = torch.randn(4, requires_grad=True)
-    [report] = _reports(lambda: SaveThenSquare.apply(x * 1.0).sum().backward())
-    assert (report.kind, report.rule) == ("function-saved-then-written", "TIP005")
-    assert report.write.line == _line(SaveThenSquare.forward, "x.pow_(2)")
-    assert report.related[0].site.line == _line(SaveThenSquare.forward, "ctx.save_for_backward(x)")
-    assert _reports(lambda: SquareThenSave.apply(x * 1.0).sum()) == []
 
 
 class Table(nn.Module):
@@ -315,8 +276,8 @@ def test_write_into_a_parameter_through_a_handed_view_is_reported_but_not_throug
 
     [report] = _reports(hooked)
     assert (report.kind, report.name, report.rule) == ("parameter-view-write", "table.weight", "TIP002")
-    assert report.write.line == _line(erase, "row[:] = 0.0")
-    assert report.related[0].site.line == _line(hooked, "erase(model.table(1))")
+    assert report.write.line == source_line(erase, "row[:] = 0.0")
+    assert report.related[0].site.line == source_line(hooked, "erase(model.table(1))")
 
 
 def test_a_loop_repeating_a_corruption_is_one_report_counted() -> None:
