@@ -19,7 +19,7 @@
 #      error (at backward, or autograd's refusal at the write) must name a fixture `# expect:`
 #      line as the mutation and be raised for a CUDA tensor;
 #   4. the tracer on every `silent_*` driver, default device CUDA: a silent report must name a
-#      fixture `# expect:` line, and no `safe_*` driver may be reported;
+#      fixture `# expect:` line, and no `safe_*` driver may be reported off those lines;
 #   5. `--confirm --device cpu,<device>` over the fixture folders: statuses per device, and every
 #      finding whose status differs between the two devices.
 set -uo pipefail
@@ -96,13 +96,13 @@ for path, name in RAISES:
             getattr(load_fixture(path), name)()
         outcome, detail = "did not raise", ""
     except InplaceCulpritError as error:
-        lines = [site for write in error.writes for site in (write.site, write.built) if site is not None]
+        lines = [site for write in error.writes for site in (write.site, write.built and write.built.site) if site]
         named = [f"{site.file}:{site.line}" for site in lines if (site.file, site.line) in expected]
         on_device = error.tensor.device.split(":")[0] == device
         outcome = "named" if named and on_device else "wrong line" if not named else "wrong device"
         detail = f"{error.tensor.device} {', '.join(named) or [f'{w.file}:{w.line}' for w in error.writes]}"
     except InplaceRefusalError as error:  # autograd's refusal at the write, explained
-        lines = [error.culprit, *(related.site for related in error.related)]
+        lines = [site for site in (error.culprit, error.built and error.built.site) if site]
         named = [f"{site.file}:{site.line}" for site in lines if (site.file, site.line) in expected]
         on_device = error.tensor is None or error.tensor.device.split(":")[0] == device
         outcome = "named" if named and on_device else "wrong line" if not named else "wrong device"
@@ -145,13 +145,14 @@ for path, name in DRIVER_CASES:
         print(f"{'error':22} {case}  {type(error).__name__}: {str(error).splitlines()[0][:100] if str(error) else ''}")
         bad += 1
         continue
-    sites = [(site.file, site.line) for report in tracer.reports for site in (report.write, report.built) if site is not None]
+    named = [{(site.file, site.line) for site in (report.write, report.built and report.built.site) if site} & set(expected) for report in tracer.reports]
+    sites = [f"{report.write.file}:{report.write.line}" for report in tracer.reports]
     if kind == "silent":
-        outcome = "reported" if set(sites) & set(expected) else "not reported"
+        outcome = "reported" if any(named) else "not reported"
     else:
-        outcome = "clean" if not tracer.reports else "reported (false)"
+        outcome = "clean" if all(named) else "reported (false)"
     bad += outcome in ("not reported", "reported (false)")
-    print(f"{outcome:22} {case}  {[f'{file}:{line}' for file, line in sites]}")
+    print(f"{outcome:22} {case}  {sites}")
 print(f"{bad} silent or safe drivers misreported on {sys.argv[1]}")
 sys.exit(1 if bad else 0)
 EOF

@@ -6,10 +6,11 @@ A `raises_*` driver is *named* when the tracer's error (at backward, or autograd
 the write) puts the mutation at one of the fixture's `# expect:` lines — the write's call line or
 the line that built the in-place module that ran it — and no internal frame (torch's, this
 package's, runpy's, click's) appears in the explanation. A `silent_*` driver is *reported* when a
-silent report's write is at an `# expect:` line. A `safe_*` driver must run clean and unreported.
+silent report's write is at an `# expect:` line. A `safe_*` driver must run clean, with no report
+off the `# expect:` lines (a safe driver may run a hazard's function for its look-alike).
 `--realworld` keeps the fixtures under fixtures/realworld/ (the re-made public reports);
 `--cases` lists every driver's outcome. Exits 1 when a raising driver is not named or a safe one
-is reported. Needs torch.
+is reported off its `# expect:` lines. Needs torch.
 """
 
 from __future__ import annotations
@@ -41,17 +42,17 @@ def outcome(path: Path, name: str, fail_fast: bool) -> str:
         with tracer:
             getattr(load_fixture(path), name)()
     except InplaceCulpritError as error:
-        sites = {(site.file, site.line) for write in error.writes for site in (write.site, write.built) if site is not None}
+        sites = {(site.file, site.line) for write in error.writes for site in (write.site, write.built and write.built.site) if site}
         return _named(sites & expected, str(error), "at backward" if not error.at_write else "at the write (fail-fast)")
     except InplaceRefusalError as error:
-        sites = {(error.culprit.file, error.culprit.line)} | {(r.site.file, r.site.line) for r in error.related if "was built" in r.role}
+        sites = {(site.file, site.line) for site in (error.culprit, error.built and error.built.site) if site}
         return _named(sites & expected, str(error), "refused at the write")
     except Exception as error:  # noqa: BLE001 (a driver's own failure is an outcome here)
         return f"error: {type(error).__name__}: {str(error).splitlines()[0][:80] if str(error) else ''}"
-    reported = {(site.file, site.line) for report in tracer.reports for site in (report.write, report.built) if site is not None}
+    named = [{(site.file, site.line) for site in (report.write, report.built and report.built.site) if site} & expected for report in tracer.reports]
     if _kind(name) == "silent":
-        return "reported" if reported & expected else "not reported"
-    return "clean" if not tracer.reports else "reported (false)"
+        return "reported" if any(named) else "not reported"
+    return "reported (false)" if not all(named) else "clean"
 
 
 def _named(hits: set, message: str, when: str) -> str:
@@ -80,7 +81,7 @@ def main() -> int:
     named = sum(count for result, count in raises.items() if result.startswith("named"))
     print(f"raising drivers: {named}/{sum(raises.values())} named ({', '.join(f'{count} {result}' for result, count in sorted(raises.items()))})")
     print(f"silent drivers: {silent['reported']}/{sum(silent.values())} reported at the culprit line")
-    print(f"safe drivers: {safe['clean']}/{sum(safe.values())} clean and unreported")
+    print(f"safe drivers: {safe['clean']}/{sum(safe.values())} clean, no report off an expected line")
     return 0 if named == sum(raises.values()) and safe["clean"] == sum(safe.values()) else 1
 
 

@@ -134,7 +134,7 @@ class HookedNet(nn.Module):
         return self.act(self.conv(x))
 
 
-def test_inplace_module_after_a_full_backward_hook_names_the_input_and_the_buildsource_line() -> None:
+def test_inplace_module_after_a_full_backward_hook_names_the_input_and_the_build_line() -> None:
     def run() -> None:
         net = HookedNet()
         net.conv.register_full_backward_hook(lambda module, grad_in, grad_out: None)
@@ -143,8 +143,8 @@ def test_inplace_module_after_a_full_backward_hook_names_the_input_and_the_build
     error = _refusal(run)
     assert (error.refusal.key, error.rule, error.op, error.name) == ("backward-hook-view", "TIP004", "relu_", "self.conv(x)")
     assert error.write.line == source_line(HookedNet.forward, "return self.act(self.conv(x))")
-    [built] = [related for related in error.related if "was built" in related.role]
-    assert built.site.line == source_line(HookedNet.__init__, "self.act = nn.ReLU(inplace=True)")
+    assert error.built.role == "the in-place `ReLU` was built"
+    assert error.built.site.line == source_line(HookedNet.__init__, "self.act = nn.ReLU(inplace=True)")
 
 
 def test_other_errors_pass_through_unchanged_and_a_caught_refusal_is_left_alone() -> None:
@@ -182,18 +182,35 @@ def test_culprit_write_by_an_inplace_module_names_its_build_line_only_if_seen_bu
         DoubleRelu()(torch.randn(2, 3)).sum().backward()
     write = caught.value.writes[-1]
     assert write.line == source_line(DoubleRelu.forward, "return self.act(h)")
-    assert write.built.line == source_line(DoubleRelu.__init__, "self.act = nn.ReLU(inplace=True)")
-    assert f"test_runtime_refusals.py:{write.built.line}" in str(caught.value)
+    assert write.built.site.line == source_line(DoubleRelu.__init__, "self.act = nn.ReLU(inplace=True)")
+    assert f"the in-place `ReLU` was built at tests/test_runtime_refusals.py:{write.built.site.line}" in str(caught.value)
     model = DoubleRelu()
     with pytest.raises(InplaceCulpritError) as caught, trace():
         model(torch.randn(2, 3)).sum().backward()
     assert caught.value.writes[-1].built is None
 
 
-def test_module_init_is_restored_after_tracing_even_nested() -> None:
-    original = nn.Module.__init__
+class MadeInPlace(DoubleRelu):
+    def __init__(self) -> None:
+        super().__init__()
+        self.act = nn.ReLU()
+        for module in self.modules():
+            if isinstance(module, nn.ReLU):
+                module.inplace = True
+
+
+def test_a_module_made_in_place_after_it_was_built_names_that_line() -> None:
+    with pytest.raises(InplaceCulpritError) as caught, trace():
+        MadeInPlace()(torch.randn(2, 3)).sum().backward()
+    built = caught.value.writes[-1].built
+    assert built.role == "`inplace = True` was set on the `ReLU`"
+    assert built.site.line == source_line(MadeInPlace.__init__, "module.inplace = True")
+
+
+def test_module_init_and_setattr_are_restored_after_tracing_even_nested() -> None:
+    originals = (nn.Module.__init__, nn.Module.__setattr__)
     with trace():
         with trace():
-            assert nn.Module.__init__ is not original
-        assert nn.Module.__init__ is not original
-    assert nn.Module.__init__ is original
+            assert (nn.Module.__init__, nn.Module.__setattr__) != originals
+        assert nn.Module.__init__ is not originals[0]
+    assert (nn.Module.__init__, nn.Module.__setattr__) == originals

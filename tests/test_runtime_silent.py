@@ -55,7 +55,7 @@ def test_inplace_module_output_added_to_its_input_names_write_read_and_build_lin
     assert report.write.line == source_line(forward, "out = self.act(h)") and report.write.function == "Residual.forward"
     [read] = report.related
     assert read.site.line == source_line(forward, "return out + h")
-    assert report.built.line == source_line(Residual.__init__, "self.act = nn.ReLU(inplace=True)")
+    assert report.built.site.line == source_line(Residual.__init__, "self.act = nn.ReLU(inplace=True)")
     assert "reads `h` again at line" in report.summary and "`ReLU`" in report.summary
     text = report.render()
     assert f"test_runtime_silent.py:{read.site.line}" in text and "inplace=False" in text
@@ -199,6 +199,56 @@ def test_a_callee_write_the_caller_asked_for_is_not_reported(scenario) -> None:
     assert _reports(scenario) == []
 
 
+class FlipMask(nn.Module):
+    """RibonanzaNet's attention: turns the 0/1 padding mask it is passed into -1/1, in place."""
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        mask[mask == 0] = -1
+        return x * mask.unsqueeze(-1)
+
+
+class Layer(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.attend = FlipMask()
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.attend(x * mask.unsqueeze(-1), mask)
+
+
+def layers_share_a_mask() -> torch.Tensor:
+    layers = [Layer(), Layer()]
+    x, mask = torch.randn(2, 3, 4), torch.tensor([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
+    for layer in layers:
+        x = layer(x, mask)
+    return x
+
+
+def test_the_next_iteration_of_a_callers_loop_is_a_later_read_two_frames_up() -> None:
+    [report] = _reports(layers_share_a_mask)
+    assert report.write.line == source_line(FlipMask.forward, "mask[mask == 0] = -1") and report.rule == "TIP007"
+    assert report.related[0].site.line == source_line(layers_share_a_mask, "x = layer(x, mask)")
+    assert report.related[0].site.function == "layers_share_a_mask"
+
+
+def keep_in_a_dict_by_device() -> torch.Tensor:
+    saved = {}
+    x = torch.randn(4)
+    saved[x.device] = x
+    scale_in_place(x)
+    return torch.cat([saved[device] for device in saved])
+
+
+def scale_in_place(x: torch.Tensor) -> torch.Tensor:
+    x.mul_(2.0)
+    return x
+
+
+def test_a_container_holding_the_tensor_under_another_key_is_an_alias() -> None:
+    [report] = _reports(keep_in_a_dict_by_device)
+    assert report.name == "saved" and report.related[0].site.line == source_line(keep_in_a_dict_by_device, "return torch.cat([saved[device] for device in saved])")
+
+
 def test_overlapping_operand_is_reported_and_disjoint_or_identical_operands_are_not() -> None:
     def centre() -> None:
         x = torch.arange(12.0).reshape(3, 4)
@@ -278,6 +328,38 @@ def test_write_into_a_parameter_through_a_handed_view_is_reported_but_not_throug
     assert (report.kind, report.name, report.rule) == ("parameter-view-write", "table.weight", "TIP002")
     assert report.write.line == source_line(erase, "row[:] = 0.0")
     assert report.related[0].site.line == source_line(hooked, "erase(model.table(1))")
+
+
+def test_a_torch_module_writing_its_own_parameter_is_not_a_handed_view() -> None:
+    """`nn.Embedding(padding_idx=...)` zeroes its padding row (a view of its weight) as it is built."""
+    assert _reports(lambda: nn.Embedding(5, 3, padding_idx=4)) == []
+
+
+def keeps_input(store: dict):
+    def hook(module, inputs, output):
+        store["input"] = inputs[0]
+
+    return hook
+
+
+def keeps_output(store: dict):
+    def hook(module, inputs, output):
+        store["output"] = output
+
+    return hook
+
+
+def test_forward_hooks_of_an_inplace_module_reading_its_input_are_reported() -> None:
+    def run(make_hook) -> list:
+        relu = nn.ReLU(inplace=True)
+        relu.register_forward_hook(make_hook({}))
+        x = torch.randn(4)
+        return _reports(lambda: relu(x))
+
+    [report] = run(keeps_input)
+    assert (report.kind, report.rule) == ("hook-sees-written-input", "TIP004")
+    assert report.related[0].site.line == source_line(keeps_input, "def hook(module, inputs, output):")
+    assert run(keeps_output) == [], "a hook that looks at the output only"
 
 
 def test_a_loop_repeating_a_corruption_is_one_report_counted() -> None:

@@ -40,14 +40,42 @@ def _ids(cases):
 _RULE_BY_TEXT = "the tracer names the rule from the written line's text, which differs from the analysis' form here"
 _SAVE_ORDER = "the save is attributed to the op run by the mutating line itself (a save and a write in one statement)"
 TRACER_GAPS = {
-    ("realworld/fpn_laterals.py::raises_top_down_sum_into_relu_result", None): _RULE_BY_TEXT + " (`items[i] += x` on a list element)",
     ("realworld/multiresunet_respath.py::raises_respath", None): _RULE_BY_TEXT,
     ("realworld/recurrent_linear_attention.py::raises_training_through_two_steps", None): _RULE_BY_TEXT,
-    ("realworld/rnn_docstring_forward.py::raises_docstring_example", None): _RULE_BY_TEXT,
     ("realworld/megablocks_router_norm.py::raises_normalize_top_k_in_place", None): _SAVE_ORDER,
     ("realworld/vqa_classifier_dropout.py::raises_inplace_dropout_after_relu", None): _SAVE_ORDER,
     ("realworld/yolo_nms_conf.py::raises_grad_cam_score_through_nms", None): _SAVE_ORDER,
     ("realworld/gan_sin_fitting.py::safe_recompute_after_d_step", "fail-fast"): "fail-fast counts a graph kept by retain_graph=True as pending, so the optimizer step is refused",
+    ("realworld/rlkit_sac_critic_step_first/examples/sac.py::safe_policy_updated_first", "fail-fast"): (
+        "fail-fast counts a graph still referenced as pending (the target actions', used only through `.detach()`), so the policy step is refused"
+    ),
+}
+# Silent drivers whose corruption the tracer does not report yet, and what it would take.
+SILENT_GAPS = {
+    "realworld/came_update_aliases_exp_avg.py::silent_bias_momentum_shrinks_by_lr": (
+        "an alias within one function (`update = exp_avg`) of optimizer state that the next `step()` reads: no caller reads it"
+    ),
+    "realworld/forum_residual_activation_helper.py::silent_inplace_relu_gradient_is_one": (
+        "`autograd.grad(F.relu_(x), x)`: the gradient is taken with respect to the rewritten tensor, which no read shows"
+    ),
+    "realworld/forum_residual_activation_helper.py::silent_helper_rewrites_callers_tensor": (
+        "the caller returns the written tensor (`return x`) without an op reading it; a return is no op the tracer sees"
+    ),
+    "realworld/inmemory_mnist_normalize/train.py::silent_validation_images_drift_between_epochs": (
+        "the written tensor is a dataset's attribute, read again by the next epoch's `__getitem__`, a frame that did not exist at the write"
+    ),
+    "realworld/speechbrain_sentence_norm_in_place/test_in_place.py::silent_encoding_normalizes_the_callers_mel": (
+        "the owner is four frames up and reads the tensor only by returning it"
+    ),
+}
+
+
+# Where one statement both saves and writes the tensor (`x[i] = x[i] * v`: `mul` saves the slice
+# it reads, the assignment writes it), so the saving line is an expected mutation line too.
+SAVED_BY_THE_WRITING_STATEMENT = {
+    "realworld/buffer_reduce_op.py::raises_mul_saved_the_buffer_slots",
+    "realworld/conv_twice_slice_scale.py::raises_product_saved_the_written_column",
+    "realworld/sigmoid_recurrence_buffer.py::raises_slot_writes_bump_saved_view",
 }
 
 
@@ -60,6 +88,12 @@ def _modes(cases):
             marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
             params.append(pytest.param(path, name, fail_fast, id=f"{case_id}-{mode}", marks=marks))
     return params
+
+
+def _unit_files(path: Path) -> set[str]:
+    """The files of the fixture's unit (a script project or package spans several)."""
+    root = fixture_root(path)
+    return {str(file) for file in root.rglob("*.py")} if root else {str(path)}
 
 
 def _expected_writes(path: Path) -> dict[tuple[str, int], str]:
@@ -87,10 +121,10 @@ def _plain_error(driver) -> str | None:
 
 
 def _named(site, built, expected: dict[tuple[str, int], str]) -> tuple[str, int]:
-    """The line a write is named at: its call line, or the line that built the in-place module
-    that ran it, whichever the fixture expects."""
-    if built is not None and (built.file, built.line) in expected:
-        return built.file, built.line
+    """The line a write is named at: its call line, or the line that built (or made in place)
+    the torch module that ran it, whichever the fixture expects."""
+    if built is not None and (built.site.file, built.site.line) in expected:
+        return built.site.file, built.site.line
     return site.file, site.line
 
 
@@ -112,8 +146,9 @@ def test_raising_fixture_is_explained_with_its_expected_lines(path: Path, name: 
     writes = [_named(write.site, write.built, expected) for write in error.writes]
     assert writes and set(writes) <= set(expected), f"writes at {writes}, expected among {sorted(expected)}"
     assert error.rule == expected[writes[-1]]
-    assert error.saved.file in {file for file, _ in expected} and error.saved.code, "the saving line is not in the fixture"
-    assert (error.saved.file, error.saved.line) not in expected, "the save was attributed to the mutating line"
+    assert error.saved.file in _unit_files(path) and error.saved.code, "the saving line is not in the fixture"
+    if f"{_test_id(path)}::{name}" not in SAVED_BY_THE_WRITING_STATEMENT:
+        assert (error.saved.file, error.saved.line) not in expected, "the save was attributed to the mutating line"
     assert error.at_write is fail_fast
     message = str(error)
     assert VERSION_ERROR in message
@@ -132,7 +167,7 @@ def _assert_refusal_explained(driver, fail_fast: bool, plain: str, expected: dic
     with pytest.raises(InplaceRefusalError) as caught, trace(fail_fast=fail_fast):
         driver()
     error = caught.value
-    culprit = _named(error.culprit, next((r.site for r in error.related if "was built" in r.role), None), expected)
+    culprit = _named(error.culprit, error.built, expected)
     assert culprit in expected, f"culprit {culprit}, expected among {sorted(expected)}"
     assert error.rule == expected[culprit]
     message = str(error)
@@ -143,13 +178,20 @@ def _assert_refusal_explained(driver, fail_fast: bool, plain: str, expected: dic
     assert (user_frames[-1].filename, user_frames[-1].lineno) == (error.write.file, error.write.line)
 
 
-@pytest.mark.parametrize(("path", "name"), SILENT, ids=_ids(SILENT))
+def _silent_cases():
+    return [
+        pytest.param(path, name, id=case_id, marks=[pytest.mark.xfail(strict=True, reason=SILENT_GAPS[case_id])] if case_id in SILENT_GAPS else [])
+        for (path, name), case_id in zip(SILENT, _ids(SILENT))
+    ]
+
+
+@pytest.mark.parametrize(("path", "name"), _silent_cases())
 def test_silent_fixture_is_reported_at_its_expected_line(path: Path, name: str) -> None:
     torch.manual_seed(0)
     with trace() as tracer:
         getattr(load_fixture(path), name)()
     expected = _expected_writes(path)
-    files = {file for file, _ in expected} | {str(file) for file in (fixture_root(path) or path.parent).rglob("*.py")}
+    files = _unit_files(path)
     named = [report for report in tracer.reports if _named(report.write, report.built, expected) in expected]
     assert named, f"no report at an expected line: {[report.render() for report in tracer.reports]}"
     for report in named:
@@ -164,10 +206,14 @@ def test_silent_fixture_is_reported_at_its_expected_line(path: Path, name: str) 
 
 @pytest.mark.parametrize(("path", "name", "fail_fast"), _modes(SAFE))
 def test_safe_fixture_runs_clean(path: Path, name: str, fail_fast: bool) -> None:
+    """Clean, and reported only at `# expect:` lines (a safe driver may run a hazard's function
+    for its look-alike, as overlapping_column_subtract's does)."""
     torch.manual_seed(0)
     with trace(fail_fast=fail_fast) as tracer:
         getattr(load_fixture(path), name)()
-    assert not tracer.reports, "\n\n".join(report.render() for report in tracer.reports)
+    expected = _expected_writes(path)
+    false = [report.render() for report in tracer.reports if _named(report.write, report.built, expected) not in expected]
+    assert not false, "\n\n".join(false)
 
 
 # --- the tracer's own behaviour --------------------------------------------------------------

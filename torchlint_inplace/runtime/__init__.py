@@ -15,7 +15,7 @@ import importlib
 _EXPORTS = {
     "InplaceCulpritError": ".report",
     "InplaceRefusalError": ".refusals",
-    "SilentReport": ".silent",
+    "SilentReport": ".report",
     "SavedEvent": ".report",
     "TensorInfo": ".report",
     "WriteEvent": ".report",

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import torch
 
-from .construction import built_at, inplace_module
+from .construction import built_at, writing_module
 from .diagnosis import diagnose
 from .report import Related, TensorInfo, event_block, tensor_info
 from .sites import Site, called_module, frame_site, is_internal
@@ -131,7 +131,8 @@ class InplaceRefusalError(RuntimeError):
 
     The message starts with autograd's own sentence, so code matching on it keeps working.
     `write` is the refused line; `culprit` the line to edit, which differs when the cause lies
-    in a custom Function (its `forward` returned an input it wrote, or marked one dirty).
+    in a custom Function (its `forward` returned an input it wrote, or marked one dirty);
+    `built`, where the torch module that wrote was built (or made in place), when seen.
     """
 
     def __init__(
@@ -146,6 +147,7 @@ class InplaceRefusalError(RuntimeError):
         what: str,
         function: str | None,
         related: tuple[Related, ...],
+        built: Related | None,
         stack: tuple[Site, ...],
     ) -> None:
         self.autograd_message = autograd_message
@@ -156,6 +158,7 @@ class InplaceRefusalError(RuntimeError):
         self.name = name
         self.tensor = tensor
         self.related = related
+        self.built = built
         self.stack = stack
         words = {"name": f"`{name}`" if name else "the written tensor", "what": what, "function": function or "the Function"}
         self.why = refusal.why.format(**words)
@@ -176,6 +179,7 @@ class InplaceRefusalError(RuntimeError):
             "mutation": self.culprit.to_dict(),
             "refused": {"op": self.op, **self.write.to_dict()},
             "related": [related.to_dict() for related in self.related],
+            "built": self.built.to_dict() if self.built else None,
             "stack": [site.to_dict() for site in self.stack],
             "text": str(self),
         }
@@ -185,7 +189,7 @@ class InplaceRefusalError(RuntimeError):
         if self.tensor is not None:
             lines += [f"  tensor: `{self.name}`, {self.tensor.text}", ""]
         lines += event_block(f"refused: in-place `{self.op}`" if self.op else "raised", self.write)
-        lines += [line for related in self.related for line in event_block(related.role, related.site)]
+        lines += [line for related in (*self.related, *filter(None, [self.built])) for line in event_block(related.role, related.site)]
         lines += [f"  why: {self.why}", f"  {self.rule}: {self.fix}"]
         if self.stack:
             lines += ["", "  called from:", *(f"    {site.location} in {site.function}" for site in self.stack)]
@@ -233,9 +237,7 @@ def explain(error: RuntimeError, views_made_at: Callable[[torch.Tensor], Site | 
             related.append(cause)
     if tensor is not None and refusal.key == "multiple-views" and (made := views_made_at(tensor)) is not None:
         related.append(Related("the views were made", made))
-    module = inplace_module(entry.frame for entry in reversed(inner))
-    if (built := built_at(module)) is not None:
-        related.append(Related(f"the in-place `{type(module).__name__}` was built", built))
+    built = built_at(writing_module(entry.frame for entry in reversed(inner))) if via and via.startswith("nn/") else None
     stack = tuple(frame_site(entry.frame, None, entry.line) for entry in _without_harness([frames[index] for index in users[:-1]]))
     return InplaceRefusalError(
         message.split("\n", 1)[0].strip(),
@@ -248,6 +250,7 @@ def explain(error: RuntimeError, views_made_at: Callable[[torch.Tensor], Site | 
         _what(tensor),
         function_class.__qualname__ if function_class is not None else None,
         tuple(related),
+        built,
         stack,
     )
 

@@ -1,4 +1,5 @@
-"""The culprit error: what was saved where, what wrote over it where, and which rule that is.
+"""The culprit error (what was saved where, what wrote over it where, and which rule that is),
+and the silent report (a write that raised nothing but changed what another reader gets).
 
 The message starts with autograd's own sentence, so code and tests that match on "modified by an
 inplace operation" keep working; the rest names both lines with code frames. Everything in the
@@ -73,15 +74,17 @@ class SavedEvent:
 @dataclass(frozen=True)
 class WriteEvent(SavedEvent):
     """An in-place op writing to the storage of a saved tensor; `version` is the one it leaves.
-    `built` is where the in-place module that did the write (`nn.ReLU(inplace=True)`) was built,
-    when the tracer saw it built: the line to edit, while `site` stays the call that ran it."""
+    `built` is where the torch module that did the write (`nn.ReLU(inplace=True)`) was built or
+    made in place, when the tracer saw it: the line to edit, while `site` stays the call that ran it."""
 
     diagnosis: Diagnosis
-    built: Site | None = None
+    built: Related | None = None
 
 
-def write_event(op: str, version: int, site: Site | None, saved: SavedEvent, built: Site | None = None) -> WriteEvent:
-    return WriteEvent(op, version, site, diagnose(op, site, saved.site), built)
+def write_event(
+    op: str, version: int, site: Site | None, saved: SavedEvent, built: Related | None = None, local: dict | None = None, detached: bool = False
+) -> WriteEvent:
+    return WriteEvent(op, version, site, diagnose(op, site, saved.site, local, detached), built)
 
 
 class InplaceCulpritError(RuntimeError):
@@ -113,7 +116,7 @@ class InplaceCulpritError(RuntimeError):
             "fix": self.fix,
             "tensor": self.tensor.to_dict(),
             "mutation": site_dict(mutation.site) if mutation else None,
-            "built": site_dict(mutation.built) if mutation else None,
+            "built": mutation.built.to_dict() if mutation and mutation.built else None,
             "saved": {"op": self.saved.op, **(site_dict(self.saved.site) or {})},
             "writes": [{"op": write.op, "version": write.version, **(site_dict(write.site) or {})} for write in self.writes],
             "text": str(self),
@@ -140,7 +143,7 @@ class InplaceCulpritError(RuntimeError):
             state = "refused" if refused else f"now version {group[-1].version}"
             lines += event_block(f"modified in place by {ops} ({state})", group[0].site)
             if group[0].built is not None:
-                lines += event_block("by the in-place module built", group[0].built)
+                lines += event_block(group[0].built.role, group[0].built.site)
         if not self.writes:
             lines += ["  modified in place by an op the tracer did not see (outside the traced block?)", ""]
         if self.rule:
@@ -163,3 +166,48 @@ def event_block(title: str, site: Site | None) -> list[str]:
     if site is None:
         return [f"  {title} (no user code on the stack)", ""]
     return [f"  {title} at {site.location} in {site.function}:", *code_frame(site), ""]
+
+
+@dataclass
+class SilentReport:
+    """One silent corruption: what happened (`summary`), the write, the second line, and the fix."""
+
+    kind: str
+    summary: str
+    write: Site
+    related: tuple[Related, ...]
+    rule: str
+    fix: str
+    tensor: TensorInfo | None
+    name: str | None
+    built: Related | None = None  # where the torch module that wrote was built, when the write was its call
+    count: int = 1
+
+    @property
+    def key(self) -> tuple:
+        return (self.kind, self.write.file, self.write.line, tuple((r.site.file, r.site.line) for r in self.related))
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "summary": self.summary,
+            "rule": self.rule,
+            "fix": self.fix,
+            "count": self.count,
+            "tensor": {"name": self.name, **self.tensor.to_dict()} if self.tensor else None,
+            "write": self.write.to_dict(),
+            "built": self.built.to_dict() if self.built else None,
+            "related": [related.to_dict() for related in self.related],
+        }
+
+    def render(self) -> str:
+        times = f" ({self.count} times)" if self.count > 1 else ""
+        lines = [f"silent corruption{times}: {self.summary}", ""]
+        if self.tensor is not None:
+            lines += [f"  tensor: {f'`{self.name}`, ' if self.name else ''}{self.tensor.text}", ""]
+        lines += event_block("written in place", self.write)
+        lines += [line for related in self.related for line in event_block(related.role, related.site)]
+        if self.built is not None:
+            lines += event_block(self.built.role, self.built.site)
+        lines.append(f"  {self.rule}: {self.fix}")
+        return "\n".join(lines)

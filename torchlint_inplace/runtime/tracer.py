@@ -29,12 +29,12 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .construction import built_at, inplace_module, recording_builds
+from .construction import built_at, recording_builds, writing_module
 from .memory import overlaps, shares_version_counter, storage_key
 from .refusals import InplaceRefusalError, explain
-from .report import InplaceCulpritError, Related, SavedEvent, WriteEvent, tensor_info, write_event
-from .silent import SilentReport, SilentWatch, written_name
-from .sites import Site, outward, user_site
+from .report import InplaceCulpritError, Related, SavedEvent, SilentReport, WriteEvent, tensor_info, write_event
+from .silent import SilentWatch, written_name
+from .sites import Site, frame_site, outward, user_frame, user_site
 
 _DETACH = torch.ops.aten.detach.default
 # Ops returning several views of one tensor, which autograd refuses to let be written in place.
@@ -48,10 +48,11 @@ class _Saved:
     """What the pack hook hands autograd: the saved tensor (detached, so no reference cycle
     through its grad_fn; the alias shares storage and version counter) and its history."""
 
-    __slots__ = ("alias", "version", "op", "site", "writes", "hidden", "__weakref__")
+    __slots__ = ("alias", "version", "op", "site", "writes", "hidden", "in_graph", "__weakref__")
 
-    def __init__(self, alias: torch.Tensor, version: int, site) -> None:
+    def __init__(self, alias: torch.Tensor, version: int, site, in_graph: bool) -> None:
         self.alias = alias
+        self.in_graph = in_graph  # the tensor saved required grad
         self.version = version
         self.op = "?"
         self.site = site
@@ -180,7 +181,7 @@ class Tracer(contextlib.ContextDecorator):
     # --- saved-tensor hooks ---------------------------------------------------------------
 
     def _pack(self, tensor: torch.Tensor) -> _Saved:
-        record = _Saved(tensor.detach(), tensor._version, user_site())
+        record = _Saved(tensor.detach(), tensor._version, user_site(), tensor.requires_grad)
         watch = self._watch
         if watch is not None and _is_saved_result(tensor, watch.last_outputs):
             record.op = watch.last_op
@@ -215,10 +216,16 @@ class Tracer(contextlib.ContextDecorator):
             records = self._index.get(key) if key is not None else None
             if not records:
                 continue
-            site = user_site()
-            built = built_at(inplace_module(outward(sys._getframe(1))))
+            found = user_frame(sys._getframe(1))
+            site = frame_site(*found) if found is not None else None
+            local = found[0].f_locals if found is not None else {}
+            built = built_at(writing_module(outward(sys._getframe(1)))) if site is not None and (site.via or "").startswith("nn/") else None
+            grad = torch.is_grad_enabled()
             for record in list(records):
-                write = write_event(op, target._version + 1, site, record.event(), built)
+                # the user's own write through an alias out of the graph (`.detach()`); torch's code
+                # detaching on the user's behalf (`max_norm`) keeps the form of the user's line
+                detached = grad and record.in_graph and not target.requires_grad and site is not None and site.via is None
+                write = write_event(op, target._version + 1, site, record.event(), built, local, detached)
                 if not shares_version_counter(target, record.alias):
                     if overlaps(target, record.alias):
                         record.hidden.append(write)
