@@ -8,6 +8,8 @@ frame of torch, of this package, of runpy or of click."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import traceback
 from pathlib import Path
 
@@ -376,3 +378,15 @@ def test_cuda_tensors() -> None:
         s.data[:, 1:].clamp_(0.2, 0.8)  # a strided `.data` view of the saved result
         s.sum().backward()
     assert [(report.kind, report.tensor.device) for report in tracer.reports] == [("hidden-write", "cuda:0")]
+
+
+def test_trace_recall_script_counts_the_real_world_fixtures() -> None:
+    """scripts/trace_recall.py, the count of the issue's closing note, agrees with the tests above."""
+    real = [case for case in DRIVER_CASES if case[0].is_relative_to(FIXTURES / "realworld")]
+    raising = sum(_kind(name) == "raises" for _, name in real)
+    silent = sum(_kind(name) == "silent" for _, name in real)
+    script = Path(__file__).resolve().parent.parent / "scripts" / "trace_recall.py"
+    result = subprocess.run([sys.executable, str(script), "--realworld"], capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"raising drivers: {raising}/{raising} named" in result.stdout
+    assert f"silent drivers: {silent - len(SILENT_GAPS)}/{silent} reported at the culprit line" in result.stdout

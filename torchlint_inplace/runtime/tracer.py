@@ -42,6 +42,9 @@ _MULTI_VIEW_OPS = frozenset(getattr(torch.ops.aten, name) for name in ("split", 
 
 # Dropping index entries whose records all died costs a pass over the index; do it this often.
 _SWEEP_EVERY = 4096
+# Schema facts of each op (the arguments it writes, those it reads), shared by every tracer.
+_write_args: dict[Any, tuple[tuple[int, str], ...]] = {}
+_read_args: dict[Any, tuple[tuple[int, str], ...]] = {}
 
 
 class _Saved:
@@ -123,8 +126,6 @@ class Tracer(contextlib.ContextDecorator):
         self.fail_fast = fail_fast
         self.silent = SilentWatch()
         self._entered: list[tuple[contextlib.ExitStack, _WriteWatch | None]] = []
-        self._write_args: dict[Any, tuple[tuple[int, str], ...]] = {}
-        self._read_args: dict[Any, tuple[tuple[int, str], ...]] = {}
         self._index: dict[int, weakref.WeakSet[_Saved]] = {}
         self._views: dict[int, tuple[weakref.ref, Site]] = {}
         self._packs = 0
@@ -156,22 +157,24 @@ class Tracer(contextlib.ContextDecorator):
 
     # --- schema facts -------------------------------------------------------------------
 
-    def written_arguments(self, func) -> tuple[tuple[int, str], ...]:
-        written = self._write_args.get(func)
+    @staticmethod
+    def written_arguments(func) -> tuple[tuple[int, str], ...]:
+        written = _write_args.get(func)
         if written is None:
-            written = self._write_args[func] = tuple(
+            written = _write_args[func] = tuple(
                 (index, argument.name)
                 for index, argument in enumerate(func._schema.arguments)
                 if argument.alias_info is not None and argument.alias_info.is_write
             )
         return written
 
-    def read_arguments(self, func) -> tuple[tuple[int, str], ...]:
+    @staticmethod
+    def read_arguments(func) -> tuple[tuple[int, str], ...]:
         """The tensor arguments an op only reads (not those it writes)."""
-        read = self._read_args.get(func)
+        read = _read_args.get(func)
         if read is None:
-            written = {index for index, _ in self.written_arguments(func)}
-            read = self._read_args[func] = tuple(
+            written = {index for index, _ in Tracer.written_arguments(func)}
+            read = _read_args[func] = tuple(
                 (index, argument.name)
                 for index, argument in enumerate(func._schema.arguments)
                 if index not in written and "Tensor" in str(argument.type)

@@ -1,7 +1,7 @@
 """The hooks `pytest --torchlint-inplace` registers (loaded only with the option: imports torch).
 
-Each test's call runs under a fresh tracer; its setup records where torch modules are built (a
-fixture building the model), so an in-place module's build line can be named. The tracer's
+Each test's call runs under a fresh tracer; where torch modules are built is recorded for the
+whole session (at collection, in fixtures), so an in-place module's build line can be named. The tracer's
 errors become the failure's whole text: the explanation already names the user's lines, and the
 frames of torch, pluggy and pytest between them say nothing to the user. A failure for any other
 reason keeps pytest's report, with the silent corruption seen (if any) as an extra section.
@@ -28,11 +28,15 @@ class TracedTests:
     def __init__(self, warn: bool, warning: type[Warning]) -> None:
         self.warn = warn
         self.warning = warning
+        self._builds = recording_builds()
 
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, None, None]:
-        with recording_builds():
-            return (yield)
+    def pytest_configure(self, config: pytest.Config) -> None:
+        """Module builds are recorded for the whole session (collection and fixtures included):
+        switching the recording per test costs more than it."""
+        self._builds.__enter__()
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self._builds.__exit__(None, None, None)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
