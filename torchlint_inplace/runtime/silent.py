@@ -36,7 +36,7 @@ from .construction import built_at, writing_module
 from .diagnosis import diagnose
 from .memory import overlaps, same_elements, storage_key
 from .report import Related, SilentReport, tensor_info
-from .sites import Site, frame_site, outward, user_frame, user_frames
+from .sites import Site, called_module, frame_site, outward, user_frame, user_frames
 from .statements import evaluated_forms, function_at, inplace_forms, statement_at
 
 
@@ -69,6 +69,8 @@ class SilentWatch:
         if found is None:
             return
         frame, via = found
+        if via is not None and _by_design(start, frame):
+            return  # nn.init, an optimizer, grad clipping: writing the tensors handed to them is their job
         site = frame_site(frame, via)
         module = writing_module(outward(start)) if via is not None and via.startswith("nn/") else None
         built = built_at(module)
@@ -170,6 +172,16 @@ class SilentWatch:
                 built,
             )
         )
+
+
+def _by_design(start: FrameType, user: FrameType) -> bool:
+    """Whether torch code that writes by design runs between the write and the user's frame."""
+    for frame in outward(start):
+        if frame is user:
+            return False
+        if (called_module(frame) or "").startswith(BY_DESIGN):
+            return True
+    return False
 
 
 def written_name(site: Site | None, frame: FrameType | None = None) -> str | None:
