@@ -16,8 +16,11 @@
 #   2. the CUDA tests of the suite (tracer on CUDA tensors, --confirm --device auto), which must
 #      run, not skip;
 #   3. the culprit tracer on every `raises_*` fixture driver with CUDA as the default device: the
-#      error must name a fixture `# expect:` line as the mutation and be raised for a CUDA tensor;
-#   4. `--confirm --device cpu,<device>` over the fixture folders: statuses per device, and every
+#      error (at backward, or autograd's refusal at the write) must name a fixture `# expect:`
+#      line as the mutation and be raised for a CUDA tensor;
+#   4. the tracer on every `silent_*` driver, default device CUDA: a silent report must name a
+#      fixture `# expect:` line, and no `safe_*` driver may be reported off those lines;
+#   5. `--confirm --device cpu,<device>` over the fixture folders: statuses per device, and every
 #      finding whose status differs between the two devices.
 set -uo pipefail
 
@@ -79,7 +82,7 @@ import torch
 from test_fixtures import FIXTURES, load_fixture
 from test_runtime_tracer import RAISES, TRACER_GAPS, _expected_writes
 
-from torchlint_inplace.runtime import InplaceCulpritError, trace
+from torchlint_inplace.runtime import InplaceCulpritError, InplaceRefusalError, trace
 
 device = sys.argv[1]
 torch.set_default_device(device)
@@ -93,12 +96,17 @@ for path, name in RAISES:
             getattr(load_fixture(path), name)()
         outcome, detail = "did not raise", ""
     except InplaceCulpritError as error:
-        named = [f"{write.file}:{write.line}" for write in error.writes if (write.file, write.line) in expected]
+        lines = [site for write in error.writes for site in (write.site, write.built and write.built.site) if site]
+        named = [f"{site.file}:{site.line}" for site in lines if (site.file, site.line) in expected]
         on_device = error.tensor.device.split(":")[0] == device
         outcome = "named" if named and on_device else "wrong line" if not named else "wrong device"
         detail = f"{error.tensor.device} {', '.join(named) or [f'{w.file}:{w.line}' for w in error.writes]}"
-    except RuntimeError as error:  # autograd's refusal on the spot (a leaf), raised where the write is
-        outcome, detail = "refused at the write", str(error).splitlines()[0][:100]
+    except InplaceRefusalError as error:  # autograd's refusal at the write, explained
+        lines = [site for site in (error.culprit, error.built and error.built.site) if site]
+        named = [f"{site.file}:{site.line}" for site in lines if (site.file, site.line) in expected]
+        on_device = error.tensor is None or error.tensor.device.split(":")[0] == device
+        outcome = "named" if named and on_device else "wrong line" if not named else "wrong device"
+        detail = f"refused ({error.refusal.key}) {', '.join(named) or f'{error.culprit.file}:{error.culprit.line}'}"
     except Exception as error:
         outcome, detail = "error", f"{type(error).__name__}: {str(error).splitlines()[0][:100] if str(error) else ''}"
     known = any(key[0] == case for key in TRACER_GAPS)
@@ -110,7 +118,46 @@ print(f"{outcomes['named']}/{len(RAISES)} named their fixture's mutating line on
 sys.exit(1 if bad else 0)
 EOF
 
-step "4. --confirm --device cpu,$DEVICE over the fixtures"
+step "4. the tracer's silent reports on the silent and safe fixture drivers, default device $DEVICE"
+"$PYTHON" - "$DEVICE" <<'EOF' || failed=1
+import sys
+
+sys.path.insert(0, "tests")
+import torch
+from test_fixtures import DRIVER_CASES, FIXTURES, _kind, load_fixture
+from test_runtime_tracer import _expected_writes
+
+from torchlint_inplace.runtime import trace
+
+torch.set_default_device(sys.argv[1])
+bad = 0
+for path, name in DRIVER_CASES:
+    kind = _kind(name)
+    if kind == "raises":
+        continue
+    case = f"{path.relative_to(FIXTURES).as_posix()}::{name}"
+    expected = _expected_writes(path)
+    torch.manual_seed(0)
+    try:
+        with trace() as tracer:
+            getattr(load_fixture(path), name)()
+    except Exception as error:
+        print(f"{'error':22} {case}  {type(error).__name__}: {str(error).splitlines()[0][:100] if str(error) else ''}")
+        bad += 1
+        continue
+    named = [{(site.file, site.line) for site in (report.write, report.built and report.built.site) if site} & set(expected) for report in tracer.reports]
+    sites = [f"{report.write.file}:{report.write.line}" for report in tracer.reports]
+    if kind == "silent":
+        outcome = "reported" if any(named) else "not reported"
+    else:
+        outcome = "clean" if all(named) else "reported (false)"
+    bad += outcome in ("not reported", "reported (false)")
+    print(f"{outcome:22} {case}  {sites}")
+print(f"{bad} silent or safe drivers misreported on {sys.argv[1]}")
+sys.exit(1 if bad else 0)
+EOF
+
+step "5. --confirm --device cpu,$DEVICE over the fixtures"
 paths=()
 for folder in "${FOLDERS[@]}"; do paths+=("fixtures/$folder"); done
 "$PYTHON" -m torchlint_inplace check --isolated --no-cache --confirm --device "cpu,$DEVICE" --confirm-timeout 120 \

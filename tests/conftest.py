@@ -6,6 +6,7 @@ flag and one it must pass; both come from here so they agree on what "hazardous"
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import NamedTuple
 
@@ -65,6 +66,12 @@ def seed_files(tmp_path: Path) -> SeedFiles:
 # with a module-level `pytestmark = pytest.mark.slow`) is not even imported for it, since
 # importing torch or hypothesis costs seconds in every worker.
 _ALL_SLOW = "\npytestmark = pytest.mark.slow"
+
+
+def source_line(function, code: str) -> int:
+    """The line number of the line of `function`'s source that reads `code` (stripped)."""
+    lines, first = inspect.getsourcelines(function)
+    return next(first + offset for offset, line in enumerate(lines) if line.strip() == code)
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

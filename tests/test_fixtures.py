@@ -53,7 +53,8 @@ KNOWN_FALSE_POSITIVE_COMMENT = re.compile(r"#\s*known-false-positive:\s*(?P<code
 
 # What autograd says when an in-place write breaks it: the version-counter check at backward,
 # the checks that refuse the write on the spot (leaf, view of a leaf, multi-output view, view
-# made under no_grad), and a custom Function marking a tensor dirty that it does not return.
+# made under no_grad, inference tensor), and a custom Function marking a tensor dirty that it
+# does not return.
 INPLACE_ERRORS = re.compile(
     "|".join(
         (
@@ -62,6 +63,7 @@ INPLACE_ERRORS = re.compile(
             r"a view of a leaf Variable that requires grad is being used in an in-place operation",
             r"is a view and is being modified inplace",
             r"A view was created in no_grad mode and is being modified inplace",
+            r"Inplace update to inference tensor outside InferenceMode is not allowed",
             r"Some elements marked as dirty during the forward method were not returned as output",
         )
     )

@@ -435,13 +435,13 @@ def _in_function(finding: Finding) -> bool:
 
 
 def test_safe_lookalikes_are_benign(run: dict) -> None:
-    problems = [
-        f"{finding.path}:{finding.line} {run['statuses'][finding]}"
-        for finding in run["safe"]
-        if run["statuses"][finding] not in ("benign", "not reached") and not (run["statuses"][finding].startswith("not run:") and _in_function(finding))
-    ]
+    """None is confirmed; of those --confirm can run (a class it can build), most ran benign
+    (the rest are on paths synthetic inputs do not take, such as an inference-only branch)."""
+    runnable = [finding for finding in run["safe"] if not (run["statuses"][finding].startswith("not run:") and _in_function(finding))]
+    problems = [f"{finding.path}:{finding.line} {run['statuses'][finding]}" for finding in runnable if run["statuses"][finding] not in ("benign", "not reached")]
     assert not problems, "\n".join(problems)
-    assert sum(run["statuses"][finding] == "benign" for finding in run["safe"]) >= 0.8 * len(run["safe"])
+    benign = [finding for finding in runnable if run["statuses"][finding] == "benign"]
+    assert len(benign) >= 0.8 * len(runnable), [(f.path, f.line, run["statuses"][f]) for f in runnable if f not in benign]
 
 
 def test_written_modules(run: dict) -> None:

@@ -3,6 +3,7 @@ script comes back with the saving and the mutating line, and everything else pas
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -142,3 +143,99 @@ def test_trace_without_torch_says_so(monkeypatch, tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["trace", str(script)])
     assert result.exit_code == 2
     assert "needs torch" in result.output
+
+
+LEAF_SCRIPT = """\
+import torch
+from torch import nn
+
+
+def clip_weights(model):
+    for p in model.parameters():
+        p.clamp_(-0.1, 0.1)
+
+
+model = nn.Linear(3, 1)
+clip_weights(model)
+"""
+
+SILENT_SCRIPT = """\
+import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.act = nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        h = self.fc(x)
+        out = self.act(h)
+        return out + h
+
+
+Block()(torch.randn(2, 4)).sum().backward()
+print("trained")
+"""
+
+# What the trace report never shows: the frames of the CLI, of runpy and of the tracer itself.
+INTERNAL_FRAMES = ("click", "runpy", "torchlint_inplace/", "Traceback")
+
+
+def test_refusal_at_the_write_is_explained_without_internal_frames(tmp_path: Path) -> None:
+    script = tmp_path / "clip.py"
+    script.write_text(LEAF_SCRIPT, encoding="utf-8")
+    result = _run(_console_script(), "trace", script, cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    report = result.stderr[result.stderr.index("torchlint-inplace trace: ") :]
+    assert report.startswith("torchlint-inplace trace: a leaf Variable that requires grad is being used in an in-place operation.")
+    assert f"clip.py:{_line_of(LEAF_SCRIPT, 'p.clamp_(-0.1, 0.1)')} in clip_weights" in report
+    assert f"clip.py:{_line_of(LEAF_SCRIPT, 'clip_weights(model)')} in <module>" in report  # called from
+    assert "why: `p` is a leaf that requires grad (an nn.Parameter)" in report and "torch.no_grad()" in report
+    assert not [marker for marker in INTERNAL_FRAMES if marker in report], report
+
+
+def test_silent_corruption_is_reported_after_the_scripts_output_and_fails_only_when_asked(tmp_path: Path) -> None:
+    script = tmp_path / "block.py"
+    script.write_text(SILENT_SCRIPT, encoding="utf-8")
+    result = _run(_console_script(), "trace", script, cwd=tmp_path)
+    assert result.returncode == 0 and result.stdout == "trained\n", result.stderr
+    report = result.stderr[result.stderr.index("torchlint-inplace trace: ") :]
+    assert report.startswith("torchlint-inplace trace: silent corruption: the in-place `ReLU` at line 13 rewrote `h`")
+    for code in ("out = self.act(h)", "return out + h", "self.act = nn.ReLU(inplace=True)"):
+        assert f"block.py:{_line_of(SILENT_SCRIPT, code)}" in report
+    assert "1 silent corruption report (the exit code ignores them" in report
+    assert not [marker for marker in INTERNAL_FRAMES if marker in report], report
+    strict = _run(_console_script(), "trace", "--fail-on-silent", script, cwd=tmp_path)
+    assert strict.returncode == 1 and "the exit code ignores" not in strict.stderr
+
+
+def test_json_report_goes_to_the_output_file(tmp_path: Path) -> None:
+    script = tmp_path / "block.py"
+    script.write_text(SILENT_SCRIPT, encoding="utf-8")
+    output = tmp_path / "report.json"
+    result = _run(sys.executable, "-m", "torchlint_inplace.trace", "--format", "json", "-o", output, script, cwd=tmp_path)
+    assert result.returncode == 0 and "torchlint-inplace trace" not in result.stderr, result.stderr
+    document = json.loads(output.read_text(encoding="utf-8"))
+    assert (document["version"], document["exit_code"], document["error"]) == (1, 0, None)
+    [silent] = document["silent"]
+    assert (silent["kind"], silent["rule"], silent["write"]["line"]) == ("caller-reads-written", "TIP004", _line_of(SILENT_SCRIPT, "out = self.act(h)"))
+    assert silent["built"]["code"] == "self.act = nn.ReLU(inplace=True)" and silent["related"][0]["code"] == "return out + h"
+    leaf = tmp_path / "clip.py"
+    leaf.write_text(LEAF_SCRIPT, encoding="utf-8")
+    result = _run(_console_script(), "trace", "--format", "json", leaf, cwd=tmp_path)
+    error = json.loads(result.stderr[result.stderr.index("{") :])["error"]
+    assert result.returncode == 1 and error["kind"] == "refused-leaf" and error["mutation"]["code"] == "p.clamp_(-0.1, 0.1)"
+    assert error["rule"] == "TIP001" and error["tensor"]["name"] == "p" and "why" in error
+
+
+def test_other_crashes_print_the_scripts_traceback_without_runner_frames(tmp_path: Path) -> None:
+    script = tmp_path / "crash.py"
+    script.write_text("def load():\n    raise ValueError('no such checkpoint')\n\nload()\n", encoding="utf-8")
+    result = _run(_console_script(), "trace", script, cwd=tmp_path)
+    printed = result.stderr[result.stderr.index("Traceback (most recent call last):") :]
+    assert result.returncode == 1
+    assert printed.splitlines()[1].strip().endswith('crash.py", line 4, in <module>') and printed.endswith("ValueError: no such checkpoint\n")
+    assert "runpy" not in printed and "click" not in printed and "torchlint_inplace" not in printed

@@ -4,8 +4,8 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> object:
-    """`torchlint_inplace.trace` and its error, imported on first use: the static linter never loads torch."""
-    if name in ("trace", "InplaceCulpritError"):
+    """`torchlint_inplace.trace` and its errors, imported on first use: the static linter never loads torch."""
+    if name in ("trace", "InplaceCulpritError", "InplaceRefusalError"):
         from . import runtime
 
         return getattr(runtime, name)

@@ -453,15 +453,37 @@ def rule(code: str | None, show_all: bool) -> None:
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--fail-fast", is_flag=True, help="Raise at the in-place write itself instead of at backward().")
+@click.option(
+    "--format",
+    "format_",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="How the report is written.",
+)
+@click.option(
+    "-o",
+    "--output-file",
+    type=click.Path(dir_okay=False, writable=True),
+    help="Write the report there instead of stderr.",
+)
+@click.option(
+    "--fail-on-silent", is_flag=True, help="Exit 1 when silent corruption was seen, even if the script succeeded."
+)
 @click.argument("script", type=click.Path(dir_okay=False))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def trace(fail_fast: bool, script: str, args: Sequence[str]) -> None:
+def trace(
+    fail_fast: bool, format_: str, output_file: str | None, fail_on_silent: bool, script: str, args: Sequence[str]
+) -> None:
     """Run SCRIPT [ARGS]... under the culprit tracer (needs torch): an in-place error names the line
-    that saved the tensor and the line that modified it. Exits with the script's exit code."""
+    that saved the tensor and the line that modified it, and silent corruption seen while it runs
+    is reported. Exits with the script's exit code (1 for an in-place error)."""
     try:
         from .runtime.script import run_script
     except ImportError as error:
         if (error.name or "").partition(".")[0] != "torch":
             raise
         fail("`torchlint-inplace trace` needs torch: pip install 'torchlint-inplace[runtime]'")
-    sys.exit(run_script(script, args, fail_fast=fail_fast))
+    sys.exit(
+        run_script(script, args, fail_fast=fail_fast, format=format_, output=output_file, fail_on_silent=fail_on_silent)
+    )

@@ -1,5 +1,5 @@
-"""`python -m torchlint_inplace.trace [--fail-fast] script.py [args...]`: run a script under the
-culprit tracer, like `python -m cProfile`.
+"""`python -m torchlint_inplace.trace [--fail-fast] [--format text|json] [-o FILE] [--fail-on-silent]
+script.py [args...]`: run a script under the culprit tracer, like `python -m cProfile`.
 
 The package also exposes the tracer itself as `torchlint_inplace.trace()`; once this module is
 imported, Python binds the package attribute `trace` to the module instead, so the module is
@@ -17,15 +17,25 @@ from collections.abc import Sequence
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m torchlint_inplace.trace",
-        description="Run a script and explain 'modified by an inplace operation' errors with the saving and the mutating line.",
+        description="Run a script, explain its in-place autograd errors with the saving and the mutating line, and report silent corruption.",
     )
     parser.add_argument("--fail-fast", action="store_true", help="raise at the in-place write itself, not at backward()")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="how the report is written (default: text)")
+    parser.add_argument("-o", "--output-file", help="write the report there instead of stderr")
+    parser.add_argument("--fail-on-silent", action="store_true", help="exit 1 when silent corruption was seen")
     parser.add_argument("script", help="the Python script to run")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
     options = parser.parse_args(argv)
     from .runtime.script import run_script
 
-    return run_script(options.script, options.args, fail_fast=options.fail_fast)
+    return run_script(
+        options.script,
+        options.args,
+        fail_fast=options.fail_fast,
+        format=options.format,
+        output=options.output_file,
+        fail_on_silent=options.fail_on_silent,
+    )
 
 
 class _CallableModule(types.ModuleType):

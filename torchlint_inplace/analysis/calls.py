@@ -282,7 +282,7 @@ class CallEvaluator:
         else:
             result = self.modules.apply_torch(module, call, args, state, label)
         if module.ident in state.hooked and is_tensor(result):
-            result = replace(collapse(result), hooked=label)  # type: ignore[type-var]
+            result = replace(collapse(result), hooked=label, origin=call)  # type: ignore[type-var]
         return result
 
     def apply_sequence(self, items: Sequence[Value], call: cst.Call, args: Args, state: State) -> Value:

@@ -154,12 +154,13 @@ def overlap_reason(operand: str, target: str, line: int) -> Reason:
     )
 
 
-def hooked_reason(module: str) -> Reason:
+def hooked_reason(module: str, path: str, found: Located) -> Reason:
+    where = f" at {_at(found, path)}" if found is not None else ""
     return Reason(
-        f"it is the output of `{module}`, which has a full backward hook: torch makes that output a view "
+        f"it is the output of `{module}`{where}, which has a full backward hook: torch makes that output a view "
         "(BackwardHookFunctionBackward) and refuses to modify it in place; this raises at once",
         RAISES_NOW,
-        (),
+        (Related(found[0], found[1], "the hooked module's output is made here"),) if found is not None else (),
         "write into a `.clone()` of the module's output, or use the out-of-place form",
     )
 

@@ -1141,7 +1141,7 @@ class FunctionInterpreter:
             return Hazard(True, lambda: leaf_reason(path, locate(origin, path)), refused=True)
         if target.hooked is not None and target.grad > Grad.NO and self.grad_enabled:
             label = target.hooked
-            return Hazard(True, lambda: hooked_reason(label), refused=True)
+            return Hazard(True, lambda: hooked_reason(label, path, locate(origin, path)), refused=True)
         if target.multi_view is not None and target.grad > Grad.NO and self.grad_enabled:
             method = target.multi_view
             certain = target.grad > Grad.UNKNOWN

@@ -31,6 +31,7 @@ from .torch_facts import TorchFacts, torch_facts
 # imports (5 s and 750 MB each time). Such a file is still checked when it is itself linted.
 MAX_PROJECT_FILE_BYTES = 500_000
 MAX_IMPORTER_SCAN = 5000
+MAX_CALLER_FILES = 4
 _IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[^\n#]*|import[ \t]+[^\n#]+)", re.MULTILINE)
 # A syntax tree costs LibCST 100-600 bytes per character of source (torch's largest file, 1.4 MB
 # of literal tables, is 785 MB of tree), so the trees kept are bounded by the size of their
@@ -217,13 +218,19 @@ class Project:
 
     def importers(self, ctx: FileContext) -> list[FileContext]:
         """Files of the same package or project that import `ctx`'s module: the callers that may
-        pass it tensors or build its classes."""
+        pass it tensors or build its classes. The nearest MAX_CALLER_FILES of them (same folder
+        first): a helper every model file imports (`models/_utils.py`, `modeling_utils.py`)
+        would otherwise cost an analysis of the whole package, and its nearest callers are the
+        ones that use it the way it was written for."""
         here = Path(ctx.path)
         root = scan_root(here)
         self.scanned_roots.add(key_of(root))
         found = []
         name = here.parent.name if here.name == "__init__.py" else here.stem  # a package is imported by its folder's name
-        for candidate in self._import_index(root).get(name, ()):
+        candidates = sorted(self._import_index(root).get(name, ()), key=lambda candidate: (_distance(candidate, here), str(candidate)))
+        for candidate in candidates:
+            if len(found) == MAX_CALLER_FILES:
+                break
             if key_of(candidate) == key_of(here):
                 continue
             other = self.file(candidate)
@@ -303,6 +310,12 @@ def scan_root(path: Path) -> Path:
         return project
     package = layout.package_root(path)
     return package if package is not None else path.parent
+
+
+def _distance(path: Path, other: Path) -> int:
+    """Folders between two files: 0 for siblings."""
+    common = len(os.path.commonpath([path.parent, other.parent]).split(os.sep))
+    return len(path.parent.parts) + len(other.parent.parts) - 2 * common
 
 
 def _python_files(root: Path) -> Iterator[Path]:

@@ -183,13 +183,27 @@ def out_argument(mutation: Mutation, index: SourceIndex) -> Fix | None:
     return _fix(f"Rewrite as `{text}`", [index.replace(call, text)], _applicability(mutation))
 
 
+def _built_thing(flag: cst.CSTNode, index: SourceIndex) -> str:
+    """What the flag builds, as the user named it: `self.act` for `self.act = nn.ReLU(inplace=True)`,
+    else the class called (`nn.ReLU`), else "the module" (`m.inplace = True`, a config value)."""
+    call = index.ancestor(flag, cst.Call)
+    if not isinstance(call, cst.Call) or not any(arg.value is flag for arg in call.args):
+        return "the module"
+    assign = index.parent(call)
+    if isinstance(assign, (cst.Assign, cst.AnnAssign)):
+        target = assign.targets[0].target if isinstance(assign, cst.Assign) else assign.target
+        if isinstance(target, (cst.Name, cst.Attribute)):
+            return f"`{index.code(target)}`"
+    return f"`{index.code(call.func)}`"
+
+
 @_leaf
 def inplace_activation(mutation: Mutation, index: SourceIndex) -> Fix | None:
     """TIP004: the out-of-place form. Unsafe: later readers of the input see it un-activated
     (usually the point), and other call sites of a shared module change too."""
     if mutation.flag is not None:
         # The literal `inplace=True` (or `m.inplace = True`) the module was built with.
-        return _fix("Build the module with `inplace=False`", [index.replace(mutation.flag, "False")], _UNSAFE)
+        return _fix(f"Build {_built_thing(mutation.flag, index)} with `inplace=False`", [index.replace(mutation.flag, "False")], _UNSAFE)
     call = mutation.node
     if not isinstance(call, cst.Call):
         return None

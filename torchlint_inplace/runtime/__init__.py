@@ -1,7 +1,9 @@
 """Runtime parts of torchlint-inplace: the only place that imports torch.
 
 `trace()` explains the "modified by an inplace operation" error with the saving and the
-mutating source line; `run_script` runs a script under it (`torchlint-inplace trace`).
+mutating source line (`InplaceCulpritError`), and the errors autograd raises at the write itself
+(`InplaceRefusalError`); its `reports` hold the silent corruption it saw (`SilentReport`).
+`run_script` runs a script under it (`torchlint-inplace trace`).
 `confirm.py` (`--confirm`) imports neither torch nor user code itself, so the names below are
 loaded on first use: importing this package costs nothing until the tracer is wanted.
 """
@@ -12,6 +14,8 @@ import importlib
 
 _EXPORTS = {
     "InplaceCulpritError": ".report",
+    "InplaceRefusalError": ".refusals",
+    "SilentReport": ".report",
     "SavedEvent": ".report",
     "TensorInfo": ".report",
     "WriteEvent": ".report",

@@ -1,9 +1,10 @@
 """Which TIP rule a runtime in-place write is an instance of, and the one-line fix for it.
 
 The tracer sees an aten op (`copy_`, `add_`, `relu_`, ...) and a user line; the rule the static
-linter would report depends on the *form* of that line (`x[i] = v` is TIP002 although torch runs
-it as `copy_`), so the line's source is parsed, and the torch module it went through (`via`) tells
-the forms no source text shows: an `inplace=True` module's forward, an optimizer's step.
+linter would report depends on the *form* of that line's statement (`x[i] = v` is TIP002 although
+torch runs it as `copy_`), so its source is parsed, the torch module it went through (`via`)
+tells the forms no source text shows (an `inplace=True` module's forward, an optimizer's step),
+and the writing frame's variables what a name holds (`items[i] += x` on a list is TIP003).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import ast
 from dataclasses import dataclass
 
 from .sites import Site
+from .statements import evaluate, statement_at
 
 FIXES = {
     "TIP001": "use the out-of-place method (`y = x.{op}(...)` instead of `x.{op}_(...)`), or mutate a `.clone()`",
@@ -32,13 +34,16 @@ class Diagnosis:
     fix: str
 
 
-def diagnose(op: str, write: Site | None, saved: Site | None) -> Diagnosis:
-    code = _rule(op, write, saved)
+def diagnose(op: str, write: Site | None, saved: Site | None, local: dict | None = None, detached: bool = False) -> Diagnosis:
+    """`local`: the writing frame's variables, which tell a list element from a tensor slice
+    (`items[i] += x` is an augmented assignment of a tensor, TIP003, not an index write);
+    `detached`: the written tensor is an alias outside the graph (`.detach()`) of one that is in it."""
+    code = "TIP008" if detached else _rule(op, write, saved, local or {})
     base = op.removesuffix("_")
     return Diagnosis(code, FIXES[code].format(op=base))
 
 
-def _rule(op: str, write: Site | None, saved: Site | None) -> str:
+def _rule(op: str, write: Site | None, saved: Site | None, local: dict) -> str:
     if write is None:
         return "TIP001"
     via = write.via or ""
@@ -46,7 +51,7 @@ def _rule(op: str, write: Site | None, saved: Site | None) -> str:
         return "TIP009"
     if "ctx" in write.parameters[:1] and write.function.rpartition(".")[2] == "forward":
         return "TIP005"
-    statement = _statement(write.code)
+    statement = _statement(write)
     if via.startswith("nn/") or _has_keyword(statement, "inplace"):
         return "TIP004"
     if _has_keyword(statement, "out"):
@@ -59,17 +64,24 @@ def _rule(op: str, write: Site | None, saved: Site | None) -> str:
     if isinstance(statement, ast.Assign) and any(isinstance(t, ast.Subscript) for t in statement.targets):
         return "TIP002"
     if isinstance(statement, ast.AugAssign):
-        return "TIP002" if isinstance(statement.target, ast.Subscript) else "TIP003"
+        return "TIP003" if _is_container_element(statement.target, local) else "TIP002" if isinstance(statement.target, ast.Subscript) else "TIP003"
     return "TIP001"
 
 
-def _statement(code: str) -> ast.stmt | None:
-    """The line parsed as one statement; None for a line that is part of a longer one."""
+def _statement(write: Site) -> ast.stmt | None:
+    """The written line's whole statement (it may span lines); None for a compound statement's header."""
+    found = statement_at(write.file, write.line)
+    return found.node if found is not None and found.header is None else None
+
+
+def _is_container_element(target: ast.expr, local: dict) -> bool:
+    """`items[i]` where `items` is a list, tuple or dict in the writing frame."""
+    if not isinstance(target, ast.Subscript):
+        return False
     try:
-        body = ast.parse(code.rstrip(":")).body
-    except SyntaxError:
-        return None
-    return body[0] if len(body) == 1 else None
+        return isinstance(evaluate(target.value, local, {}), (list, tuple, dict))
+    except LookupError:
+        return False
 
 
 def _nodes(statement: ast.stmt | None) -> list[ast.AST]:

@@ -35,6 +35,7 @@ from torch import nn
 
 from ..diagnostics import Fix
 from . import inputs
+from .construction import recording_builds
 from .fixed import fixed_copy, standing_in
 from .inputs import NotRun, Spec
 from .report import InplaceCulpritError
@@ -237,7 +238,7 @@ def observed(call: Callable[[], object], outcome: Outcome) -> bool:
         with trace():
             call()
     except InplaceCulpritError as error:
-        outcome.raised_at |= {write.line for write in error.writes if write.file == file}
+        outcome.raised_at |= {line for write in error.writes for line in write.lines_in(file)}
         return True
     except RuntimeError as error:
         if not REFUSED_WRITE.search(str(error)):
@@ -422,8 +423,9 @@ def drive(driver: object, module: ModuleType, request: Request, outcome: Outcome
     if not entries:
         raise NotRun(f"{driver.__name__} has no forward() and no public method holding a finding")
     for entry in entries:
-        layout = _run_entry(harness, entry, outcome)
-        _compare_fixes(harness, entry, layout, outcome, request)
+        with recording_builds():  # a TIP004 finding is at the line that built the module
+            layout = _run_entry(harness, entry, outcome)
+            _compare_fixes(harness, entry, layout, outcome, request)
 
 
 def _run_entry(harness: Harness, entry: Entry, outcome: Outcome) -> inputs.Layout | None:

@@ -11,53 +11,59 @@ A saved tensor is tracked only while autograd holds it: the pack hook's record i
 graph, so a graph freed by backward() (or by going out of scope) drops its records, and a write
 to a buffer that only a finished graph had saved is no hazard. A graph kept by
 `retain_graph=True` stays pending: it was kept to be backpropagated again (the GAN bug).
+
+Writes autograd does not see (through `.data`, whose version counter is its own) raise nothing
+at backward; unpack reports them as silent corruption instead, and `silent.py` watches every
+write for the other silent shapes. The errors autograd raises at the write itself happen above
+the dispatcher, out of the hooks' sight: leaving the traced block, `refusals.py` explains them
+from the traceback, with the line that made a multi-output view, which the dispatch mode notes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import sys
 import weakref
 from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .report import InplaceCulpritError, SavedEvent, TensorInfo, WriteEvent, write_event
-from .sites import user_site
+from .construction import built_at, recording_builds, writing_module
+from .memory import overlaps, shares_version_counter, storage_key
+from .refusals import InplaceRefusalError, explain
+from .report import InplaceCulpritError, Related, SavedEvent, SilentReport, WriteEvent, tensor_info, write_event
+from .silent import SilentWatch, written_name
+from .sites import Site, frame_site, outward, user_frame, user_site
 
 _DETACH = torch.ops.aten.detach.default
+# Ops returning several views of one tensor, which autograd refuses to let be written in place.
+_MULTI_VIEW_OPS = frozenset(getattr(torch.ops.aten, name) for name in ("split", "split_with_sizes", "unbind", "chunk", "tensor_split"))
 
 # Dropping index entries whose records all died costs a pass over the index; do it this often.
 _SWEEP_EVERY = 4096
+# Schema facts of each op (the arguments it writes, those it reads), shared by every tracer.
+_write_args: dict[Any, tuple[tuple[int, str], ...]] = {}
+_read_args: dict[Any, tuple[tuple[int, str], ...]] = {}
 
 
 class _Saved:
     """What the pack hook hands autograd: the saved tensor (detached, so no reference cycle
     through its grad_fn; the alias shares storage and version counter) and its history."""
 
-    __slots__ = ("alias", "version", "op", "site", "writes", "__weakref__")
+    __slots__ = ("alias", "version", "op", "site", "writes", "hidden", "in_graph", "__weakref__")
 
-    def __init__(self, alias: torch.Tensor, version: int, site) -> None:
+    def __init__(self, alias: torch.Tensor, version: int, site, in_graph: bool) -> None:
         self.alias = alias
+        self.in_graph = in_graph  # the tensor saved required grad
         self.version = version
         self.op = "?"
         self.site = site
         self.writes: list[WriteEvent] = []
+        self.hidden: list[WriteEvent] = []  # writes through an alias with its own version counter (`.data`)
 
     def event(self) -> SavedEvent:
         return SavedEvent(self.op, self.version, self.site)
-
-
-def _storage_key(tensor: torch.Tensor) -> int | None:
-    """Identity of the storage (not the tensor): every view of a base maps to the same key."""
-    try:
-        return tensor.untyped_storage()._cdata
-    except (RuntimeError, NotImplementedError):  # tensors without storage (sparse, nested, functional)
-        return None
-
-
-def _tensor_info(tensor: torch.Tensor) -> TensorInfo:
-    return TensorInfo(tuple(tensor.shape), str(tensor.dtype), str(tensor.device), tensor.type())
 
 
 def _op_of_node(name: str) -> str:
@@ -87,17 +93,24 @@ class _WriteWatch(TorchDispatchMode):
             for record in self.pending:
                 record.op = name
             self.pending.clear()
-        written = self.tracer.written_arguments(func)
-        if written:
-            self.tracer.on_write(name, list(_values(args, kwargs, written)))
+        tracer = self.tracer
+        written = tracer.written_arguments(func)
+        if written or tracer.silent.waiting:
+            read = list(_values(args, kwargs, tracer.read_arguments(func)))
+            if tracer.silent.waiting:
+                tracer.silent.on_read(read, sys._getframe(1))
+            if written:
+                tracer.on_write(name, list(_values(args, kwargs, written)), read)
         out = func(*args, **kwargs)
         self.last_op = name
         self.last_outputs = out if isinstance(out, (tuple, list)) else (out,)
+        if func.overloadpacket in _MULTI_VIEW_OPS:
+            tracer.views_made(self.last_outputs)
         return out
 
 
-def _values(args, kwargs, written):
-    for index, name in written:
+def _values(args, kwargs, arguments):
+    for index, name in arguments:
         value = args[index] if index < len(args) else kwargs.get(name)
         if isinstance(value, torch.Tensor):
             yield value
@@ -106,54 +119,84 @@ def _values(args, kwargs, written):
 
 
 class Tracer(contextlib.ContextDecorator):
-    """`with trace():` / `@trace()`: explains (or, with fail_fast, prevents) the in-place error."""
+    """`with trace():` / `@trace()`: explains (or, with fail_fast, prevents) the in-place error,
+    and collects the silent corruption it sees in `reports`."""
 
     def __init__(self, fail_fast: bool = False) -> None:
         self.fail_fast = fail_fast
+        self.silent = SilentWatch()
         self._entered: list[tuple[contextlib.ExitStack, _WriteWatch | None]] = []
-        self._write_args: dict[Any, tuple[tuple[int, str], ...]] = {}
         self._index: dict[int, weakref.WeakSet[_Saved]] = {}
+        self._views: dict[int, tuple[weakref.ref, Site]] = {}
         self._packs = 0
         self._watch: _WriteWatch | None = None
+
+    @property
+    def reports(self) -> list[SilentReport]:
+        """The silent corruption seen so far, in the order first seen."""
+        return list(self.silent.reports.values())
 
     def __enter__(self) -> Tracer:
         stack = contextlib.ExitStack()
         self._entered.append((stack, self._watch))
+        stack.enter_context(recording_builds())
         self._watch = stack.enter_context(_WriteWatch(self))
         stack.enter_context(torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack))
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, exc_type, exc, tb) -> None:
+        __tracebackhide__ = True  # pytest shows the user's frames, not this one
         stack, self._watch = self._entered.pop()
-        stack.__exit__(*exc_info)
+        stack.__exit__(exc_type, exc, tb)
+        if not self._entered:
+            self.silent.forget()
+        if isinstance(exc, RuntimeError) and not isinstance(exc, (InplaceCulpritError, InplaceRefusalError)):
+            explained = explain(exc, self._view_site)
+            if explained is not None:
+                raise explained.with_traceback(tb) from None
 
     # --- schema facts -------------------------------------------------------------------
 
-    def written_arguments(self, func) -> tuple[tuple[int, str], ...]:
-        written = self._write_args.get(func)
+    @staticmethod
+    def written_arguments(func) -> tuple[tuple[int, str], ...]:
+        written = _write_args.get(func)
         if written is None:
-            written = self._write_args[func] = tuple(
+            written = _write_args[func] = tuple(
                 (index, argument.name)
                 for index, argument in enumerate(func._schema.arguments)
                 if argument.alias_info is not None and argument.alias_info.is_write
             )
         return written
 
+    @staticmethod
+    def read_arguments(func) -> tuple[tuple[int, str], ...]:
+        """The tensor arguments an op only reads (not those it writes)."""
+        read = _read_args.get(func)
+        if read is None:
+            written = {index for index, _ in Tracer.written_arguments(func)}
+            read = _read_args[func] = tuple(
+                (index, argument.name)
+                for index, argument in enumerate(func._schema.arguments)
+                if index not in written and "Tensor" in str(argument.type)
+            )
+        return read
+
     # --- saved-tensor hooks ---------------------------------------------------------------
 
     def _pack(self, tensor: torch.Tensor) -> _Saved:
-        record = _Saved(tensor.detach(), tensor._version, user_site())
+        record = _Saved(tensor.detach(), tensor._version, user_site(), tensor.requires_grad)
         watch = self._watch
         if watch is not None and _is_saved_result(tensor, watch.last_outputs):
             record.op = watch.last_op
         elif watch is not None:
             watch.pending.append(record)
-        key = _storage_key(tensor)
+        key = storage_key(tensor)
         if key is not None:
             self._index.setdefault(key, weakref.WeakSet()).add(record)
         self._packs += 1
         if self._packs % _SWEEP_EVERY == 0:
             self._index = {key: records for key, records in self._index.items() if records}
+            self._views = {key: view for key, view in self._views.items() if view[0]() is not None}
         return record
 
     def _unpack(self, record: _Saved) -> torch.Tensor:
@@ -162,23 +205,65 @@ class Tracer(contextlib.ContextDecorator):
             record.op = _op_of_node(node.name())
         version = record.alias._version
         if version != record.version:
-            raise InplaceCulpritError(_tensor_info(record.alias), record.event(), tuple(record.writes), version, at_write=False)
+            raise InplaceCulpritError(tensor_info(record.alias), record.event(), tuple(record.writes), version, at_write=False)
+        if record.hidden:
+            self.silent.add(_hidden_write(record))
         return record.alias
 
     # --- writes ---------------------------------------------------------------------------
 
-    def on_write(self, op: str, targets: list[torch.Tensor]) -> None:
+    def on_write(self, op: str, targets: list[torch.Tensor], operands: list[torch.Tensor]) -> None:
+        self.silent.on_write(op, targets, operands, sys._getframe(2))
         for target in targets:
-            key = _storage_key(target)
+            key = storage_key(target)
             records = self._index.get(key) if key is not None else None
             if not records:
                 continue
-            site = user_site()
+            found = user_frame(sys._getframe(1))
+            site = frame_site(*found) if found is not None else None
+            local = found[0].f_locals if found is not None else {}
+            built = built_at(writing_module(outward(sys._getframe(1)))) if site is not None and (site.via or "").startswith("nn/") else None
+            grad = torch.is_grad_enabled()
             for record in list(records):
-                write = write_event(op, target._version + 1, site, record.event())
+                # the user's own write through an alias out of the graph (`.detach()`); torch's code
+                # detaching on the user's behalf (`max_norm`) keeps the form of the user's line
+                detached = grad and record.in_graph and not target.requires_grad and site is not None and site.via is None
+                write = write_event(op, target._version + 1, site, record.event(), built, local, detached)
+                if not shares_version_counter(target, record.alias):
+                    if overlaps(target, record.alias):
+                        record.hidden.append(write)
+                    continue
                 record.writes.append(write)
                 if self.fail_fast:
-                    raise InplaceCulpritError(_tensor_info(record.alias), record.event(), tuple(record.writes), target._version, at_write=True)
+                    raise InplaceCulpritError(tensor_info(record.alias), record.event(), tuple(record.writes), target._version, at_write=True)
+
+    # --- views ----------------------------------------------------------------------------
+
+    def views_made(self, outputs: tuple[Any, ...]) -> None:
+        site = user_site()
+        if site is not None:
+            for out in outputs:
+                if isinstance(out, torch.Tensor):
+                    self._views[id(out)] = (weakref.ref(out), site)
+
+    def _view_site(self, tensor: torch.Tensor) -> Site | None:
+        known = self._views.get(id(tensor))
+        return known[1] if known is not None and known[0]() is tensor else None
+
+
+def _hidden_write(record: _Saved) -> SilentReport:
+    write = record.hidden[-1]
+    return SilentReport(
+        "hidden-write",
+        f"`{write.op}` wrote a tensor that `{record.op}` saved for backward through an alias autograd does not track (`.data`): "
+        "backward used the written values, and the gradient is wrong",
+        write.site,
+        (Related(f"saved for backward by `{record.op}`", record.site),) if record.site else (),
+        "TIP008",
+        "write out of place, or keep the write out of the graph's lifetime (after backward, or before the op that saves the tensor)",
+        tensor_info(record.alias),
+        written_name(write.site),
+    )
 
 
 def _is_saved_result(tensor: torch.Tensor, outputs: tuple[Any, ...]) -> bool:

@@ -7,7 +7,7 @@ unknowable), a TIP004 activation built outside `__init__` or a TIP007 write the 
 place may not — the fix's effect is imitated at run time, on the finding's line alone, so the
 file is never rewritten and other lines keep their in-place behaviour:
 
-- TIP004: the inplace activation or dropout called from the line runs with `inplace=False`
+- TIP004: the inplace activation or dropout called from the line, or built at it, runs with `inplace=False`
   (every `nn.ReLU`-family module and `F.*(inplace=...)` functional goes through
   `torch.nn.functional`, so the functional is intercepted when its caller is that line);
 - TIP007: the function containing the line gets copies of its tensor arguments, so the
@@ -24,6 +24,7 @@ import ast
 import contextlib
 import functools
 import inspect
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from types import ModuleType
 
@@ -32,7 +33,8 @@ import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .fixed import rebindings, replaced
-from .sites import user_site
+from .construction import built_at, writing_module
+from .sites import outward, user_site
 
 # What each stand-in does, for the status that names it.
 VARIANTS = {
@@ -45,8 +47,13 @@ RTOL, ATOL = 1e-4, 1e-5
 
 
 def _called_from(file: str, line: int) -> bool:
+    """The functional runs for `line`: called from it, or by a module built there (TIP004 reports
+    an in-place module at its build)."""
     site = user_site()
-    return site is not None and site.file == file and site.line == line
+    if site is not None and site.file == file and site.line == line:
+        return True
+    built = built_at(writing_module(outward(sys._getframe(1))))
+    return built is not None and built.site.file == file and built.site.line == line
 
 
 def _inplace_functionals() -> dict[str, tuple[Callable, inspect.Signature]]:
