@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .. import notebook
 from ..diagnostics import Applicability, Edit, Finding, Fix, Span
 from ..source import NotReadable, SourceFile, read
 
@@ -82,7 +83,10 @@ def apply_edits(text: str, edits: Sequence[Edit]) -> str:
 
 def compiles(text: str, path: str) -> bool:
     """Python's own compiler, so that errors the grammar allows (a walrus rebinding a
-    comprehension variable) are caught too."""
+    comprehension variable) are caught too; a notebook's joined cells with IPython's syntax
+    masked, as they are linted."""
+    if notebook.is_notebook(path):
+        text = notebook.python_source(text)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -180,6 +184,10 @@ def _gist(finding: Finding, lines: list[str]) -> tuple[str, str, str]:
 
 
 def encode(source: SourceFile, text: str) -> bytes:
+    """What to write for `text`, read as `source` was; a notebook is its whole document with
+    the cells of `text` (NotWritable when they no longer split into its cells)."""
+    if source.notebook is not None:
+        return (b"\xef\xbb\xbf" if source.bom else b"") + source.notebook.dumps(text).encode("utf-8")
     return (b"\xef\xbb\xbf" if source.bom else b"") + text.encode(source.encoding)
 
 
