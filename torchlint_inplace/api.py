@@ -25,8 +25,10 @@ fixes (`fixes`), if asked for. The reporters turn its result into text.
 from __future__ import annotations
 
 import enum
+import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 from . import analysis, notebook, registry, source
@@ -34,8 +36,8 @@ from .add_noqa import annotate
 from .config import Configuration, Resolver, Settings
 from .diagnostics import Finding, RunWarning, not_checked
 from .discovery import discover
-from .fixes.apply import FileFix, FixedText, encode, fix_text, write_atomically
-from .fixes.run import after_fixes, fix_files, write_fixes
+from .fixes.apply import FileFix, FixedText, encode, fix_read, fix_text, selected, write_atomically
+from .fixes.run import after_fixes, dropped, fix_files, write_fixes
 from .linting import Checker, FileResult, Rules, RunOptions, lint_text
 from .parallel import check_in_parallel
 from .prepass import PrePass
@@ -180,6 +182,35 @@ def lint_paths(
             warnings += write_warnings
             results = after_fixes(results, fixes)
     return RunResult(tuple(results), tuple(unsearchable), tuple(fixes), tuple(warnings))
+
+
+def lint_stdin(
+    data: bytes,
+    path: str | Path,
+    settings: Configuration | None = None,
+    *,
+    fix: FixMode = FixMode.NONE,
+    unsafe_fixes: bool = False,
+    rules: Rules | None = None,
+) -> RunResult:
+    """What `torchlint-inplace - --stdin-filename PATH` does: `data` checked as if it were the
+    file at `path` (its settings, per-file-ignores and `# noqa` apply; the file need not
+    exist), decoded as a file would be. Nothing is written: with `fix`, `.fixes` holds the
+    fixed text, which `fixes[0].encoded()` gives as the file's bytes (the command prints them)."""
+    configuration = Resolver() if settings is None else settings
+    name = os.path.abspath(path)  # as discovery names files: where settings' globs are relative to
+    resolved, catalogue = configuration.for_path(name), _rules(rules)
+    try:
+        decoded = source.decode(data, name)
+    except source.NotReadable as error:
+        return RunResult((FileResult(name, (not_checked(name, error.message, error.line),)),))
+    result = Checker(RunOptions(catalogue)).check_text(name, decoded.text, resolved)
+    if fix is FixMode.NONE or not any(selected(finding, unsafe_fixes) for finding in result.findings):
+        return RunResult((result,))
+    relint = _relinter(configuration.for_path, catalogue, analysis.Project())
+    fixed = fix_read(Path(name), decoded, decoded.text, result.findings, partial(relint, Path(name)), unsafe_fixes)
+    results = after_fixes([result], [fixed]) if fix is FixMode.WRITE else [result]
+    return RunResult(tuple(results), fixes=(fixed,), warnings=tuple(dropped([fixed])))
 
 
 def _check(

@@ -188,6 +188,10 @@ class Checker:
         known = self._cached(name, text, settings)
         if known is not None:
             return known
+        return self.check_text(name, text, settings)
+
+    def check_text(self, name: str, text: str, settings: Settings) -> FileResult:
+        """The result of the file `name` holding the decoded `text` (a file's, or stdin's)."""
         try:
             result = lint_text(text, name, settings, self.rules, self.project, self.prepass)
         except Exception as error:  # one file's bug in our analysis must not end the run

@@ -223,8 +223,12 @@ class FileFix:
     def changed(self) -> bool:
         return self.result.text != self.source.text
 
+    def encoded(self) -> bytes:
+        """The fixed file's bytes, encoded as it was read."""
+        return encode(self.source, self.result.text)
+
     def write(self) -> None:
-        write_atomically(self.path, encode(self.source, self.result.text))
+        write_atomically(self.path, self.encoded())
 
 
 def fix_file(path: Path, text: str | None, findings: Sequence[Finding], lint: Lint, unsafe: bool) -> FileFix | None:
@@ -236,5 +240,13 @@ def fix_file(path: Path, text: str | None, findings: Sequence[Finding], lint: Li
         source = read(path)
     except NotReadable:
         return None
+    return fix_read(path, source, text, findings, lint, unsafe)
+
+
+def fix_read(
+    path: Path, source: SourceFile, text: str | None, findings: Sequence[Finding], lint: Lint, unsafe: bool
+) -> FileFix:
+    """The fixed text of `source` as read for `path` (from the file, or stdin); `findings` are
+    those of `text`, reused when the source still holds it."""
     known = list(findings) if source.text == text else None
     return FileFix(path, source, fix_text(str(path), source.text, lint, unsafe, known))

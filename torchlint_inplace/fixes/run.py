@@ -40,10 +40,11 @@ def fix_files(results: Sequence[FileResult], relint: Relint, unsafe: bool) -> tu
             continue
         if fixed is not None and (fixed.changed or fixed.result.rejected or fixed.result.ineffective):
             fixes.append(fixed)
-    return fixes, warnings + _dropped(fixes)
+    return fixes, warnings + dropped(fixes)
 
 
-def _dropped(fixes: Sequence[FileFix]) -> list[RunWarning]:
+def dropped(fixes: Sequence[FileFix]) -> list[RunWarning]:
+    """A warning for each fix that was not applied, and why."""
     return [
         RunWarning(f"fix for {finding.code} {why}; not applied", finding.path, finding.line)
         for fix in fixes
