@@ -475,6 +475,18 @@ def rule(code: str | None, show_all: bool) -> None:
         fail(f"unknown rule code or name {code!r}; `torchlint-inplace rule --all` lists every rule")
 
 
+@main.command()
+def server() -> None:
+    """Start the language server (LSP over stdio) for editors; needs the `lsp` extra."""
+    try:
+        from .server.app import run
+    except ImportError as error:
+        if (error.name or "").partition(".")[0] not in ("pygls", "lsprotocol"):
+            raise
+        fail("`torchlint-inplace server` needs pygls: pip install 'torchlint-inplace[lsp]'")
+    run()
+
+
 @main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--fail-fast", is_flag=True, help="Raise at the in-place write itself instead of at backward().")
 @click.argument("script", type=click.Path(dir_okay=False))
