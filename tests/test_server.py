@@ -15,23 +15,14 @@ pytest_lsp = pytest.importorskip("pytest_lsp")
 from lsprotocol import types  # noqa: E402
 from pygls import uris  # noqa: E402
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities  # noqa: E402
+from support import SIGMOID_HAZARD  # noqa: E402
 
 from torchlint_inplace import api  # noqa: E402
 from torchlint_inplace.server.convert import FIX_ALL  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio]
 
-HAZARD = """\
-import torch
-from torch import nn
-
-
-class A(nn.Module):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = x.sigmoid()
-        y[0] = 0.0
-        return y
-"""
+HAZARD = SIGMOID_HAZARD
 # `y += 1` is rewritten as `y = y + 1` only as an unsafe fix: `h` still reads the old tensor.
 UNSAFE_ONLY = HAZARD.replace(
     "        y[0] = 0.0\n        return y\n", "        h = y\n        y += 1\n        return h * y\n"

@@ -7,21 +7,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from support import SIGMOID_HAZARD
 
 from torchlint_inplace import api
 from torchlint_inplace.cli import main
 
-HAZARD = """\
-import torch
-from torch import nn
-
-
-class A(nn.Module):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = x.sigmoid()
-        y[0] = 0.0
-        return y
-"""
+HAZARD = SIGMOID_HAZARD
 MUTATION_LINE = 8
 
 
