@@ -61,9 +61,7 @@ async def measure(changes: int, lines: int) -> None:
         await client.initialize_async(types.InitializeParams(capabilities=types.ClientCapabilities()))
         client.initialized(types.InitializedParams())
         started = time.perf_counter()
-        client.text_document_did_open(
-            types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, text))
-        )
+        client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, text)))
         while 1 not in arrived:
             await asyncio.sleep(0.001)
         first = arrived[1] - started
@@ -83,7 +81,9 @@ async def measure(changes: int, lines: int) -> None:
         client.exit(None)
     await client.stop()
     waits.sort()
-    print(f"file: {text.count(chr(10)) + 1} lines, {counts[1]} diagnostics; server on one core: {bool(shutil.which('taskset'))}")
+    print(
+        f"file: {text.count(chr(10)) + 1} lines, {counts[1]} diagnostics; server on one core: {bool(shutil.which('taskset'))}"
+    )
     print(f"first open (server start-up and first analysis): {first * 1000:.0f} ms")
     print(
         f"change -> diagnostics, debounce ({DEBOUNCE_S * 1000:.0f} ms) excluded, {len(waits)} changes: "
