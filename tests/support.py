@@ -21,3 +21,18 @@ def check_file(path: Path, settings: Settings, prepass: bool = True) -> FileResu
     `prepass=False` analyses it fully even where the pre-pass would skip it."""
     (result,) = api.lint_paths([path], settings, prepass=prepass).files
     return result
+
+
+# A model whose `forward` writes into the result `sigmoid` saved (TIP002, with a safe fix): the
+# buffer the editor tests (stdin, the language server) send.
+SIGMOID_HAZARD = """\
+import torch
+from torch import nn
+
+
+class A(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x.sigmoid()
+        y[0] = 0.0
+        return y
+"""

@@ -456,6 +456,8 @@ def test_show_settings_prints_the_settings_of_one_file_and_their_origin(project:
         "preview = false",
         f"exclude = {json.dumps(list(config.DEFAULT_EXCLUDE))}",
         "extend-exclude = []",
+        f"include = {json.dumps(list(config.DEFAULT_INCLUDE))}",
+        "extend-include = []",
         'per-file-ignores = {"x.py" = ["TIP003"]}',
     ]
     overridden = run("--show-settings", "--extend-select", "TIP001", "proj/new.py").stdout.splitlines()

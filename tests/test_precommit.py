@@ -80,3 +80,10 @@ def test_hook_passes_on_a_clean_file(try_hook, seed_files) -> None:
     result = try_hook(seed_files.clean)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Passed" in result.stdout
+
+
+def test_hook_checks_a_notebook(try_hook) -> None:
+    """`types_or: [python, jupyter]`: pre-commit hands the hook notebooks too."""
+    result = try_hook(REPO / "fixtures" / "notebooks" / "autograd_tutorial.ipynb")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "autograd_tutorial.ipynb:cell " in result.stdout

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from torchlint_inplace import api
+
 REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text(encoding="utf-8")
 
@@ -75,3 +77,24 @@ def test_usage_error_example_is_what_is_printed(tmp_path: Path) -> None:
     result = lint("rulez", "TIP002", cwd=tmp_path)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr == fenced_block("$ torchlint-inplace rulez TIP002"), "paste the new message into README.md"
+
+
+def test_notebook_example_is_the_real_output() -> None:
+    body = fenced_block("$ torchlint-inplace --format concise fixtures/notebooks/autograd_tutorial.ipynb")
+    result = lint("--no-cache", "--format", "concise", "fixtures/notebooks/autograd_tutorial.ipynb", cwd=REPO)
+    assert result.stdout == body
+
+
+def test_stdin_examples_work_as_written(tmp_path: Path) -> None:
+    seeds = tmp_path / "fixtures" / "seeds"
+    seeds.mkdir(parents=True)
+    seed = REPO / "fixtures" / "seeds" / "seed2_class_a.py"
+    (seeds / seed.name).write_bytes(seed.read_bytes())
+    lines = re.findall(r"^torchlint-inplace - .*$", README, re.MULTILINE)
+    assert len(lines) == 2
+    environment = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "NO_COLOR": "1"}
+    checked = subprocess.run(lines[0], shell=True, cwd=tmp_path, capture_output=True, text=True, env=environment)
+    assert checked.returncode == 1 and "fixtures/seeds/seed2_class_a.py:" in checked.stdout
+    fixed = subprocess.run(lines[1], shell=True, cwd=tmp_path, capture_output=True, text=True, env=environment)
+    assert fixed.returncode == 0, fixed.stderr
+    assert (tmp_path / "fixed.py").read_text() == api.fix_source(seed.read_text(), seeds / seed.name).text

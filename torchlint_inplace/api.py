@@ -6,6 +6,10 @@
     fixed = api.fix_source(text, "src/model.py", unsafe=True)  # its text with the fixes applied
     run = api.lint_paths(["src/"], jobs=4, cache=True)         # what `torchlint-inplace src/` does
 
+A Jupyter notebook (a path ending in `.ipynb`) is linted as its code cells joined in order:
+`text` is the notebook's JSON, and the findings' positions are lines of `checked_text(text,
+path)`, whose `notebook.cell_index(...).locate(line)` gives the cell and the line there.
+
 `settings` is a `config.Settings` (used for every file) or a `config.Resolver` (the settings
 of each file from the `pyproject.toml` above it, under command-line overrides); None resolves
 them for each path as the command does without options. `rules` is the catalogue to run, by
@@ -21,17 +25,19 @@ fixes (`fixes`), if asked for. The reporters turn its result into text.
 from __future__ import annotations
 
 import enum
+import os
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
-from . import analysis, registry, source
+from . import analysis, notebook, registry, source
 from .add_noqa import annotate
 from .config import Configuration, Resolver, Settings
 from .diagnostics import Finding, RunWarning, not_checked
 from .discovery import discover
-from .fixes.apply import FileFix, FixedText, encode, fix_text, write_atomically
-from .fixes.run import after_fixes, fix_files, write_fixes
+from .fixes.apply import FileFix, FixedText, encode, fix_read, fix_text, selected, write_atomically
+from .fixes.run import after_fixes, dropped, fix_files, write_fixes
 from .linting import Checker, FileResult, Rules, RunOptions, lint_text
 from .parallel import check_in_parallel
 from .prepass import PrePass
@@ -93,7 +99,18 @@ def lint_source(
     clean; `project` shares callee summaries among the texts of one session."""
     resolved = Resolver().for_path(path) if settings is None else settings
     pre = PrePass() if prepass else None
-    return lint_text(text, str(path), resolved, _rules(rules), project or analysis.Project(), pre).findings
+    try:
+        checked = checked_text(text, path)
+    except notebook.NotANotebook as error:
+        return [not_checked(str(path), str(error))]
+    return lint_text(checked, str(path), resolved, _rules(rules), project or analysis.Project(), pre).findings
+
+
+def checked_text(text: str, path: str | Path) -> str:
+    """What the findings of `text` at `path` are positioned in: `text` itself, or for a
+    notebook its code cells joined in order (raises `notebook.NotANotebook` for a notebook
+    this linter cannot read, which `lint_source` reports as TIP000)."""
+    return notebook.Notebook.parse(text).source if notebook.is_notebook(path) else text
 
 
 def fix_source(
@@ -107,10 +124,21 @@ def fix_source(
 ) -> FixedText:
     """`text` with its safe fixes applied (and unsafe ones with `unsafe=True`), round after
     round as `--fix` does: `.text` is the result, `.applied` the fixed findings, `.remaining`
-    the findings of the result, `.rejected`/`.ineffective` the fixes dropped."""
+    the findings of the result, `.rejected`/`.ineffective` the fixes dropped. For a notebook
+    `.text` is its JSON with the fixed cells (the findings are in its joined cells)."""
     resolved = Resolver().for_path(path) if settings is None else settings
     relint = _relinter(lambda _: resolved, _rules(rules), project or analysis.Project())
-    return fix_text(str(path), text, lambda new: relint(Path(path), new), unsafe)
+    try:
+        parsed = notebook.Notebook.parse(text) if notebook.is_notebook(path) else None
+    except notebook.NotANotebook as error:
+        return FixedText(text, remaining=[not_checked(str(path), str(error))])
+    fixed = fix_text(str(path), text if parsed is None else parsed.source, lambda new: relint(Path(path), new), unsafe)
+    if parsed is None or fixed.text == parsed.source:
+        return fixed if parsed is None else replace(fixed, text=text)
+    try:
+        return replace(fixed, text=parsed.dumps(fixed.text))
+    except notebook.NotWritable:  # the fixes moved a cell's boundary: none is applied
+        return FixedText(text, rejected=fixed.applied, remaining=relint(Path(path), parsed.source))
 
 
 def _relinter(
@@ -154,6 +182,35 @@ def lint_paths(
             warnings += write_warnings
             results = after_fixes(results, fixes)
     return RunResult(tuple(results), tuple(unsearchable), tuple(fixes), tuple(warnings))
+
+
+def lint_stdin(
+    data: bytes,
+    path: str | Path,
+    settings: Configuration | None = None,
+    *,
+    fix: FixMode = FixMode.NONE,
+    unsafe_fixes: bool = False,
+    rules: Rules | None = None,
+) -> RunResult:
+    """What `torchlint-inplace - --stdin-filename PATH` does: `data` checked as if it were the
+    file at `path` (its settings, per-file-ignores and `# noqa` apply; the file need not
+    exist), decoded as a file would be. Nothing is written: with `fix`, `.fixes` holds the
+    fixed text, which `fixes[0].encoded()` gives as the file's bytes (the command prints them)."""
+    configuration = Resolver() if settings is None else settings
+    name = os.path.abspath(path)  # as discovery names files: where settings' globs are relative to
+    resolved, catalogue = configuration.for_path(name), _rules(rules)
+    try:
+        decoded = source.decode(data, name)
+    except source.NotReadable as error:
+        return RunResult((FileResult(name, (not_checked(name, error.message, error.line),)),))
+    result = Checker(RunOptions(catalogue)).check_text(name, decoded.text, resolved)
+    if fix is FixMode.NONE or not any(selected(finding, unsafe_fixes) for finding in result.findings):
+        return RunResult((result,))
+    relint = _relinter(configuration.for_path, catalogue, analysis.Project())
+    fixed = fix_read(Path(name), decoded, decoded.text, result.findings, partial(relint, Path(name)), unsafe_fixes)
+    results = after_fixes([result], [fixed]) if fix is FixMode.WRITE else [result]
+    return RunResult(tuple(results), fixes=(fixed,), warnings=tuple(dropped([fixed])))
 
 
 def _check(
@@ -228,7 +285,7 @@ def add_noqa(
                 warnings.append(RunWarning("changed while it was checked; no noqa comments added", result.path))
                 continue
             write_atomically(Path(result.path), encode(current, annotated.text))
-        except (source.NotReadable, OSError, UnicodeError) as error:
+        except (source.NotReadable, OSError, UnicodeError, notebook.NotWritable) as error:
             warnings.append(RunWarning(f"cannot write the noqa comments to it: {error}", result.path))
             continue
         added += annotated.added

@@ -200,6 +200,12 @@ def _codes_option(name: str, help: str) -> Callable[[Callable[..., Any]], Callab
 )
 @click.option("--no-cache", is_flag=True, help="Analyse every file afresh: neither read nor write the results cache.")
 @click.option(
+    "--stdin-filename",
+    type=click.Path(path_type=Path),
+    help="With `-` as the path (or no path): check standard input as if it were this file, its settings and "
+    "per-file-ignores included; with --fix, print the fixed source on stdout and the report on stderr.",
+)
+@click.option(
     "--confirm",
     is_flag=True,
     help="Run the code around each finding (this executes the checked project's code, in a subprocess with a timeout and a memory limit; needs torch) and mark it confirmed, benign, not reached or not run.",
@@ -247,6 +253,7 @@ def check(
     show_files: bool,
     jobs: int | None,
     no_cache: bool,
+    stdin_filename: Path | None,
     confirm: bool,
     devices: tuple[str, ...],
     confirm_timeout: float,
@@ -268,6 +275,13 @@ def check(
         config=config_path,
         isolated=isolated,
     )
+    stdin = list(map(str, paths)) == ["-"] or (stdin_filename is not None and not paths)
+    if not stdin and "-" in map(str, paths):
+        raise click.UsageError("`-` (standard input) cannot be combined with other paths")
+    if stdin and (add_noqa or show_files or show_settings or confirm):
+        raise click.UsageError(
+            "standard input cannot be used with --add-noqa, --show-files, --show-settings or --confirm"
+        )
     targets = list(paths) or [Path(".")]
     processes, use_cache = jobs or default_jobs(), not no_cache
     findings: list[Finding] = []
@@ -285,14 +299,22 @@ def check(
         if verbose:
             _show_configurations(targets, resolver)
         mode = api.FixMode.DIFF if diff else api.FixMode.WRITE if fix else api.FixMode.NONE
-        progress = terminal.progress(sys.stderr, format_ in SUMMARISED_FORMATS and not quiet)
-        try:
-            run = api.lint_paths(
-                targets, resolver, processes, use_cache, fix=mode, unsafe_fixes=unsafe_fixes, progress=progress
-            )
-        finally:
-            if progress is not None:
-                progress.close()
+        if stdin:
+            data = sys.stdin.buffer.read()
+            name = stdin_filename or Path("-")
+            run = api.lint_stdin(data, name, resolver, fix=mode, unsafe_fixes=unsafe_fixes)
+            if mode is api.FixMode.WRITE:  # the fixed source is the output; the report goes to stderr
+                sys.stdout.buffer.write(run.fixes[0].encoded() if run.fixes else data)
+                sys.stdout.flush()
+        else:
+            progress = terminal.progress(sys.stderr, format_ in SUMMARISED_FORMATS and not quiet)
+            try:
+                run = api.lint_paths(
+                    targets, resolver, processes, use_cache, fix=mode, unsafe_fixes=unsafe_fixes, progress=progress
+                )
+            finally:
+                if progress is not None:
+                    progress.close()
         display = _display
         for warning in run.warnings:
             _warn(warning)
@@ -314,7 +336,7 @@ def check(
             sources={result.path: result.text for result in run.files if result.findings and result.text is not None},
             fixed=run.fixed,
         )
-        _write(report, format_, output_file, statistics, quiet, color)
+        _write(report, format_, output_file, statistics, quiet, color, sys.stderr if stdin and fix else sys.stdout)
     except config.ConfigError as error:
         fail(str(error))
     except KeyboardInterrupt:
@@ -406,13 +428,15 @@ def _confirm(
 # ----------------------------------------------------------------------------- reporting
 
 
-def _write(report: Report, format_: str, output_file: Path | None, statistics: bool, quiet: bool, color: str) -> None:
+def _write(
+    report: Report, format_: str, output_file: Path | None, statistics: bool, quiet: bool, color: str, out: TextIO
+) -> None:
     if output_file is not None:
         output_file.parent.mkdir(parents=True, exist_ok=True)
         with output_file.open("w", encoding="utf-8") as stream:
             _render(report, format_, stream, terminal.colour_enabled(color, stream), statistics, quiet)
     else:
-        _render(report, format_, sys.stdout, terminal.colour_enabled(color, sys.stdout), statistics, quiet)
+        _render(report, format_, out, terminal.colour_enabled(color, out), statistics, quiet)
 
 
 def _render(report: Report, format_: str, stream: TextIO, color: bool, statistics: bool, quiet: bool) -> None:
@@ -449,6 +473,18 @@ def rule(code: str | None, show_all: bool) -> None:
         click.echo(ruledoc.render(rule_class), nl=False)
     else:
         fail(f"unknown rule code or name {code!r}; `torchlint-inplace rule --all` lists every rule")
+
+
+@main.command()
+def server() -> None:
+    """Start the language server (LSP over stdio) for editors; needs the `lsp` extra."""
+    try:
+        from .server.app import run
+    except ImportError as error:
+        if (error.name or "").partition(".")[0] not in ("pygls", "lsprotocol"):
+            raise
+        fail("`torchlint-inplace server` needs pygls: pip install 'torchlint-inplace[lsp]'")
+    run()
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})

@@ -52,6 +52,9 @@ DEFAULT_EXCLUDE = (
     ".torchlint_inplace_cache",
 )
 
+# What a directory walk checks, as ruff's `include`: Python files and Jupyter notebooks.
+DEFAULT_INCLUDE = ("*.py", "*.pyi", "*.ipynb")
+
 _SELECTOR = re.compile(r"ALL|TIP\d{0,3}")
 
 
@@ -71,6 +74,8 @@ class Settings:
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     extend_exclude: tuple[str, ...] = ()
+    include: tuple[str, ...] = DEFAULT_INCLUDE
+    extend_include: tuple[str, ...] = ()
     preview: bool = False
     config_path: str | None = None
     confirm: tuple[tuple[str, str], ...] = ()  # class name -> JSON {args, kwargs, inputs}, for --confirm
@@ -119,6 +124,8 @@ class FileConfig:
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     exclude: tuple[str, ...] | None = None
     extend_exclude: tuple[str, ...] = ()
+    include: tuple[str, ...] | None = None
+    extend_include: tuple[str, ...] = ()
     preview: bool = False
     confirm: tuple[tuple[str, str], ...] = ()
 
@@ -209,6 +216,8 @@ KNOWN_KEYS = (
     "per-file-ignores",
     "exclude",
     "extend-exclude",
+    "include",
+    "extend-include",
     "preview",
     "confirm",
 )
@@ -255,6 +264,8 @@ def parse_table(table: Mapping[str, Any], path: Path) -> FileConfig:
         per_file_ignores=_per_file_ignores(table, where) if "per-file-ignores" in table else (),
         exclude=_string_list(table, "exclude", where) if "exclude" in table else None,
         extend_exclude=_string_list(table, "extend-exclude", where) if "extend-exclude" in table else (),
+        include=_string_list(table, "include", where) if "include" in table else None,
+        extend_include=_string_list(table, "extend-include", where) if "extend-include" in table else (),
         preview=preview,
         confirm=_confirm(table, where) if "confirm" in table else (),
     )
@@ -330,6 +341,8 @@ def _settings(file: FileConfig, overrides: Overrides, cwd: Path) -> Settings:
         per_file_ignores=file.per_file_ignores,
         exclude=DEFAULT_EXCLUDE if exclude is None else exclude,
         extend_exclude=(*file.extend_exclude, *overrides.extend_exclude),
+        include=DEFAULT_INCLUDE if file.include is None else file.include,
+        extend_include=file.extend_include,
         preview=preview,
         config_path=str(file.path) if file.path is not None else None,
         confirm=file.confirm,

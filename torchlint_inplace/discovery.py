@@ -1,9 +1,9 @@
-"""Which files a run checks: the paths the user named, and the Python files under named directories.
+"""Which files a run checks: the paths the user named, and the Python files and notebooks under named directories.
 
 A file named on the command line is always checked, whatever its extension and whatever
 excludes or .gitignore say; the user asked for it. A named path that does not exist is kept
 too, so that reading it reports it (TIP000), as ruff reports E902. Directories are walked in sorted order,
-skipping `exclude`/`extend-exclude` matches, virtualenvs and what .gitignore ignores, and
+taking the files that match `include`/`extend-include` (`*.py`, `*.pyi`, `*.ipynb` by default), skipping `exclude`/`extend-exclude` matches, virtualenvs and what .gitignore ignores, and
 following directory symlinks at most once per real directory so a symlink loop cannot hang.
 Each entry is matched against the excludes of its own directory's settings (a subproject's
 `pyproject.toml` excludes what lies under it, relative to itself).
@@ -25,8 +25,6 @@ from . import gitignore
 from .config import Configuration
 from .globs import matches_path
 
-PYTHON_SUFFIXES = (".py", ".pyi")
-
 # Told about each path that cannot be searched or read: (the path, why, worded for the user).
 OnError = Callable[[Path, str], None]
 
@@ -41,19 +39,26 @@ class _Walker:
         self.configuration = configuration
         self.seen_directories: set[str] = set()
 
-    def excluder(self, directory: Path) -> Callable[[Path], bool]:
-        """Whether an entry of `directory` is excluded, by that directory's settings."""
+    def matchers(self, directory: Path) -> tuple[Callable[[Path], bool], Callable[[Path], bool]]:
+        """Whether an entry of `directory` is excluded, and whether a file there is included,
+        by that directory's settings."""
         settings = self.configuration.for_directory(directory)
-        root, excludes = Path(settings.root), (*settings.exclude, *settings.extend_exclude)
+        root = Path(settings.root)
 
-        def excluded(path: Path) -> bool:
-            try:
-                relative: str | None = path.relative_to(root).as_posix()
-            except ValueError:
-                relative = None
-            return any(matches_path(pattern, relative, path.name) for pattern in excludes)
+        def matcher(patterns: tuple[str, ...]) -> Callable[[Path], bool]:
+            def matches(path: Path) -> bool:
+                try:
+                    relative: str | None = path.relative_to(root).as_posix()
+                except ValueError:
+                    relative = None
+                return any(matches_path(pattern, relative, path.name) for pattern in patterns)
 
-        return excluded
+            return matches
+
+        return (
+            matcher((*settings.exclude, *settings.extend_exclude)),
+            matcher((*settings.include, *settings.extend_include)),
+        )
 
     def walk(self, directory: Path, ignore_files: list[gitignore.IgnoreFile] | None) -> Iterator[Path]:
         """Python files under `directory`; `ignore_files` is None outside a git repository."""
@@ -69,7 +74,7 @@ class _Walker:
         except OSError as error:
             self.on_error(directory, _unlistable(error))
             return
-        excluded = self.excluder(directory)
+        excluded, included = self.matchers(directory)
         for entry in entries:
             path = directory / entry.name
             is_dir = _is_dir(entry)
@@ -78,7 +83,7 @@ class _Walker:
             if is_dir:
                 if not os.path.exists(path / "pyvenv.cfg"):  # False, not an error, where we may not look
                     yield from self.walk(path, ignore_files)
-            elif path.suffix in PYTHON_SUFFIXES and _is_file(entry):
+            elif included(path) and _is_file(entry):
                 yield path
 
 

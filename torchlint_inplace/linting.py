@@ -17,12 +17,12 @@ import ast
 import gc
 import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import libcst as cst
 
-from . import analysis, noqa, source
+from . import analysis, noqa, notebook, source
 from .cache import ResultsCache
 from .config import Settings
 from .diagnostics import NOT_CHECKED_CODE, Finding, not_checked
@@ -68,6 +68,8 @@ def lint_text(
     LibCST; None analyses every file fully."""
     selected = [rule for rule in rules if rule.code in settings.select]
     result = _analyze(path, text, selected, settings.preview, project, prepass if _prepass_applies(selected) else None)
+    if notebook.is_notebook(path):
+        result = replace(result, findings=[_in_cell_words(finding, text) for finding in result.findings])
     ignored = _ignored_codes(Path(path), settings) - {NOT_CHECKED_CODE}
     if not ignored:
         return result
@@ -78,6 +80,8 @@ def lint_text(
 def _analyze(
     path: str, text: str, rules: Rules, preview: bool, project: analysis.Project, prepass: PrePass | None
 ) -> SourceAnalysis:
+    if notebook.is_notebook(path):
+        text = notebook.python_source(text)  # the same lines and columns, IPython's syntax masked
     python_accepts = False
     if prepass is not None:
         verdict = prepass.verdict(path, text)
@@ -100,6 +104,20 @@ def _analyze(
         findings.extend(rule().check(file_analysis))
     kept = sorted(suppressions.filter(findings), key=Finding.sort_key)
     return SourceAnalysis(kept, file_analysis.dependencies, file_analysis.scanned_roots)
+
+
+def _in_cell_words(finding: Finding, text: str) -> Finding:
+    """A notebook's finding, its words naming lines as `cell C, line L` (its positions stay in
+    the joined text, which fixes edit; reporters show them per cell)."""
+    index = notebook.cell_index(text)
+    related = tuple(replace(item, message=index.relabel(item.message)) for item in finding.related)
+    return replace(
+        finding,
+        message=index.relabel(finding.message),
+        consequence=index.relabel(finding.consequence),
+        help=index.relabel(finding.help),
+        related=related,
+    )
 
 
 def _prepass_applies(rules: Rules) -> bool:
@@ -170,6 +188,10 @@ class Checker:
         known = self._cached(name, text, settings)
         if known is not None:
             return known
+        return self.check_text(name, text, settings)
+
+    def check_text(self, name: str, text: str, settings: Settings) -> FileResult:
+        """The result of the file `name` holding the decoded `text` (a file's, or stdin's)."""
         try:
             result = lint_text(text, name, settings, self.rules, self.project, self.prepass)
         except Exception as error:  # one file's bug in our analysis must not end the run

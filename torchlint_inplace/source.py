@@ -3,7 +3,8 @@ cookie picks the encoding, and anything that keeps us from getting text becomes 
 `NotReadable` with a message fit to show the user (`linting` turns it into a TIP000 finding).
 
 The text is not newline-translated, so positions and later fixes refer to the file as it is;
-`encoding`, `bom` and `newline` say how to write it back unchanged.
+`encoding`, `bom` and `newline` say how to write it back unchanged. A Jupyter notebook's text
+is the joined code of its cells (`notebook.py`), and `notebook` is what writes it back.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ import re
 import stat
 import tokenize
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
+
+from . import notebook as notebooks
 
 MAX_BYTES = 10 * 1024 * 1024
 
@@ -28,6 +31,7 @@ class SourceFile:
     encoding: str = "utf-8"  # the codec that decoded it (without the BOM)
     bom: bool = False
     newline: str = "\n"  # the first line ending in the file: what an edit should insert
+    notebook: notebooks.Notebook | None = None  # for a notebook: its document, `text` being its joined cells
 
 
 class NotReadable(Exception):
@@ -39,7 +43,10 @@ class NotReadable(Exception):
         self.line = line
 
 
-def decode(data: bytes) -> SourceFile:
+def decode(data: bytes, path: str | PurePath = "") -> SourceFile:
+    """The text of a file's bytes; a notebook's (by the suffix of `path`) is its joined cells."""
+    if notebooks.is_notebook(path):
+        return _notebook(data)
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as error:
@@ -84,4 +91,20 @@ def read(path: Path | str) -> SourceFile:
         raise NotReadable(f"cannot read file: {error.strerror or error}") from None
     if len(data) > MAX_BYTES:  # grew since stat, or a special file without a size
         raise NotReadable(f"file is larger than the {MAX_BYTES // 2**20} MB limit; not checked")
-    return decode(data)
+    return decode(data, path)
+
+
+def _notebook(data: bytes) -> SourceFile:
+    """JSON is UTF-8 (RFC 8259), with or without a BOM."""
+    bom = data.startswith(_BOM)
+    try:
+        text = data[len(_BOM) if bom else 0 :].decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise NotReadable(
+            f"not a notebook: not valid UTF-8 (byte 0x{data[error.start : error.start + 1].hex()})"
+        ) from None
+    try:
+        parsed = notebooks.Notebook.parse(text)
+    except notebooks.NotANotebook as error:
+        raise NotReadable(str(error)) from None
+    return SourceFile(text=parsed.source, bom=bom, notebook=parsed)

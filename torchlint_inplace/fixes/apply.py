@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .. import notebook
 from ..diagnostics import Applicability, Edit, Finding, Fix, Span
 from ..source import NotReadable, SourceFile, read
 
@@ -82,7 +83,10 @@ def apply_edits(text: str, edits: Sequence[Edit]) -> str:
 
 def compiles(text: str, path: str) -> bool:
     """Python's own compiler, so that errors the grammar allows (a walrus rebinding a
-    comprehension variable) are caught too."""
+    comprehension variable) are caught too; a notebook's joined cells with IPython's syntax
+    masked, as they are linted."""
+    if notebook.is_notebook(path):
+        text = notebook.python_source(text)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -186,6 +190,10 @@ def _gist(finding: Finding, lines: list[str]) -> tuple[str, str, str]:
 
 
 def encode(source: SourceFile, text: str) -> bytes:
+    """What to write for `text`, read as `source` was; a notebook is its whole document with
+    the cells of `text` (NotWritable when they no longer split into its cells)."""
+    if source.notebook is not None:
+        return (b"\xef\xbb\xbf" if source.bom else b"") + source.notebook.dumps(text).encode("utf-8")
     return (b"\xef\xbb\xbf" if source.bom else b"") + text.encode(source.encoding)
 
 
@@ -221,8 +229,12 @@ class FileFix:
     def changed(self) -> bool:
         return self.result.text != self.source.text
 
+    def encoded(self) -> bytes:
+        """The fixed file's bytes, encoded as it was read."""
+        return encode(self.source, self.result.text)
+
     def write(self) -> None:
-        write_atomically(self.path, encode(self.source, self.result.text))
+        write_atomically(self.path, self.encoded())
 
 
 def fix_file(path: Path, text: str | None, findings: Sequence[Finding], lint: Lint, unsafe: bool) -> FileFix | None:
@@ -234,5 +246,13 @@ def fix_file(path: Path, text: str | None, findings: Sequence[Finding], lint: Li
         source = read(path)
     except NotReadable:
         return None
+    return fix_read(path, source, text, findings, lint, unsafe)
+
+
+def fix_read(
+    path: Path, source: SourceFile, text: str | None, findings: Sequence[Finding], lint: Lint, unsafe: bool
+) -> FileFix:
+    """The fixed text of `source` as read for `path` (from the file, or stdin); `findings` are
+    those of `text`, reused when the source still holds it."""
     known = list(findings) if source.text == text else None
     return FileFix(path, source, fix_text(str(path), source.text, lint, unsafe, known))

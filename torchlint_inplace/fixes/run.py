@@ -14,6 +14,7 @@ from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
+from .. import notebook
 from ..diagnostics import Finding, RunWarning
 from ..linting import FileResult
 from .apply import FileFix, fix_file
@@ -39,10 +40,11 @@ def fix_files(results: Sequence[FileResult], relint: Relint, unsafe: bool) -> tu
             continue
         if fixed is not None and (fixed.changed or fixed.result.rejected or fixed.result.ineffective):
             fixes.append(fixed)
-    return fixes, warnings + _dropped(fixes)
+    return fixes, warnings + dropped(fixes)
 
 
-def _dropped(fixes: Sequence[FileFix]) -> list[RunWarning]:
+def dropped(fixes: Sequence[FileFix]) -> list[RunWarning]:
+    """A warning for each fix that was not applied, and why."""
     return [
         RunWarning(f"fix for {finding.code} {why}; not applied", finding.path, finding.line)
         for fix in fixes
@@ -64,7 +66,7 @@ def write_fixes(fixes: Sequence[FileFix]) -> tuple[list[FileFix], list[RunWarnin
         try:
             fixed.write()
             written.append(fixed)
-        except (OSError, UnicodeError) as error:
+        except (OSError, UnicodeError, notebook.NotWritable) as error:
             warnings.append(RunWarning(f"cannot write the fixes to it: {error}", str(fixed.path)))
     return written, warnings
 
@@ -84,11 +86,23 @@ def after_fixes(results: Sequence[FileResult], fixes: Sequence[FileFix]) -> list
 
 
 def unified_diff(fix: FileFix, display: str) -> str:
+    """The fix as a unified diff; for a notebook, one per changed cell (`a/nb.ipynb:cell 3`)."""
+    if fix.source.notebook is None:
+        return _diff(fix.source.text, fix.result.text, display)
+    try:
+        old, new = notebook.split(fix.source.text), notebook.split(fix.result.text)
+    except notebook.NotWritable:  # writing it will refuse it too; show what the fixes made
+        return _diff(fix.source.text, fix.result.text, display)
+    return "".join(
+        _diff(text, new.get(number, ""), f"{display}:cell {number}")
+        for number, text in old.items()
+        if new.get(number) != text
+    )
+
+
+def _diff(old: str, new: str, display: str) -> str:
     lines = difflib.unified_diff(
-        fix.source.text.splitlines(keepends=True),
-        fix.result.text.splitlines(keepends=True),
-        f"a/{display}",
-        f"b/{display}",
+        old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{display}", f"b/{display}"
     )
     return "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n" for line in lines)
 

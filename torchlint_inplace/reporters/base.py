@@ -2,6 +2,8 @@
 
 Paths are shown relative to `root` in every format, so that the same run prints the same
 text on any machine and SARIF/GitHub annotations resolve against the repository checkout.
+A notebook's findings are placed in its joined cells (`notebook.py`); every format shows
+them as ruff does, by cell and line within the cell (`in_cell`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path, PurePath
 
-from ..diagnostics import Finding
+from .. import notebook
+from ..diagnostics import Finding, Position
 
 # Python's tokenizer breaks lines only on these; str.splitlines() also breaks on \f, \x1c, ...
 # which would shift every line number after such a character.
@@ -52,3 +55,16 @@ class Report:
             return None
         lines = _split_lines(text)
         return lines[line - 1] if 1 <= line <= len(lines) else None
+
+    def cell(self, path: str, line: int) -> tuple[int, int] | None:
+        """For a line of a notebook's joined cells: (cell number, line within that cell)."""
+        text = self.sources.get(path)
+        if text is None or not notebook.is_notebook(path):
+            return None
+        return notebook.cell_index(text).locate(line)
+
+    def in_cell(self, path: str, position: Position) -> tuple[int | None, Position]:
+        """Where the user finds `position`: its cell (None outside a notebook) and its line
+        there; the column is the same."""
+        where = self.cell(path, position.line)
+        return (None, position) if where is None else (where[0], Position(where[1], position.column))

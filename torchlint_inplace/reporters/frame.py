@@ -41,9 +41,13 @@ def _underline(text: str, span: Span) -> tuple[int, int]:
 
 
 def _shown_lines(report: Report, path: str, line: int, context: int) -> list[int]:
-    """The span's first line with up to `context` lines either side, blank edge lines dropped."""
+    """The span's first line with up to `context` lines either side, blank edge lines dropped;
+    in a notebook, only lines of the same cell."""
+    cell = report.cell(path, line)
     texts = {
-        n: text for n in range(line - context, line + context + 1) if (text := report.source_line(path, n)) is not None
+        n: text
+        for n in range(line - context, line + context + 1)
+        if (text := report.source_line(path, n)) is not None and _same_cell(report.cell(path, n), cell)
     }
     numbers = list(texts)
     while numbers and numbers[0] != line and not texts[numbers[0]].strip():
@@ -51,6 +55,10 @@ def _shown_lines(report: Report, path: str, line: int, context: int) -> list[int
     while numbers and numbers[-1] != line and not texts[numbers[-1]].strip():
         numbers.pop()
     return numbers if line in numbers else []
+
+
+def _same_cell(where: tuple[int, int] | None, cell: tuple[int, int] | None) -> bool:
+    return (where and where[0]) == (cell and cell[0])
 
 
 def frame_rows(
@@ -63,7 +71,8 @@ def frame_rows(
     rows = [Row("", "")]
     for number in numbers:
         text = report.source_line(path, number) or ""
-        rows.append(Row(str(number), text.expandtabs(TAB_WIDTH).rstrip()))
+        where = report.cell(path, number)
+        rows.append(Row(str(number if where is None else where[1]), text.expandtabs(TAB_WIDTH).rstrip()))
         if number == span.start.line:
             offset, width = _underline(text, span)
             marker = "^" * width + (f" {label}" if label else "")

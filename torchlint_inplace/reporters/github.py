@@ -22,14 +22,15 @@ def escape_property(text: str) -> str:
 
 def annotation(finding: Finding, report: Report) -> str:
     command = "error" if finding.severity is Severity.ERROR else "warning"
-    start, end = finding.span.start, finding.span.end
+    cell, start = report.in_cell(finding.path, finding.span.start)
+    end = report.in_cell(finding.path, finding.span.end)[1]
     properties = {
         "file": report.display_path(finding.path),
         "line": start.line,
         "col": start.column + 1,
         "endLine": end.line,
         "endColumn": end.column + 1,
-        "title": f"{finding.code} {finding.name}",
+        "title": f"{finding.code} {finding.name}" + (f" (cell {cell})" if cell is not None else ""),
     }
     rendered = ",".join(f"{key}={escape_property(str(value))}" for key, value in properties.items())
     message = "\n".join(part for part in (finding.message, finding.help) if part)

@@ -20,15 +20,22 @@ def _location(position: Position) -> dict[str, Any]:
     return {"row": position.line, "column": position.column + 1}
 
 
-def _span(span: Span) -> dict[str, Any]:
-    return {"location": _location(span.start), "end_location": _location(span.end)}
+def _span(report: Report, path: str, span: Span) -> dict[str, Any]:
+    """`location` and `end_location`; in a notebook, rows within the `cell` they are in."""
+    cell, start = report.in_cell(path, span.start)
+    end = report.in_cell(path, span.end)[1]
+    return {
+        **({"cell": cell} if cell is not None else {}),
+        "location": _location(start),
+        "end_location": _location(end),
+    }
 
 
-def _fix(fix: Fix) -> dict[str, Any]:
+def _fix(fix: Fix, report: Report, path: str) -> dict[str, Any]:
     return {
         "applicability": fix.applicability.value,
         "message": fix.description,
-        "edits": [{"content": edit.content, **_span(edit.span)} for edit in fix.edits],
+        "edits": [{"content": edit.content, **_span(report, path, edit.span)} for edit in fix.edits],
     }
 
 
@@ -40,13 +47,17 @@ def _finding(finding: Finding, report: Report) -> dict[str, Any]:
         "severity": finding.severity.value,
         "consequence": finding.consequence,
         "filename": report.display_path(finding.path),
-        **_span(finding.span),
+        **_span(report, finding.path, finding.span),
         "related": [
-            {"filename": report.display_path(related.path), **_span(related.span), "message": related.message}
+            {
+                "filename": report.display_path(related.path),
+                **_span(report, related.path, related.span),
+                "message": related.message,
+            }
             for related in finding.related
         ],
         "help": finding.help,
-        "fix": _fix(finding.fix) if finding.fix is not None else None,
+        "fix": _fix(finding.fix, report, finding.path) if finding.fix is not None else None,
         **({"confirmation": finding.confirmation} if finding.confirmation is not None else {}),
     }
 

@@ -79,12 +79,16 @@ def _physical_location(report: Report, path: str, span: Span) -> dict[str, Any]:
         artifact = {"uri": quote(relative), "uriBaseId": SOURCE_ROOT}
     else:
         artifact = {"uri": Path(os.path.abspath(path)).as_uri()}
-    region = {
-        "startLine": span.start.line,
-        "startColumn": span.start.column + 1,
-        "endLine": span.end.line,
-        "endColumn": span.end.column + 1,
+    cell, start = report.in_cell(path, span.start)
+    end = report.in_cell(path, span.end)[1]
+    region: dict[str, Any] = {
+        "startLine": start.line,
+        "startColumn": start.column + 1,
+        "endLine": end.line,
+        "endColumn": end.column + 1,
     }
+    if cell is not None:  # a notebook: the lines are those of this cell
+        region["properties"] = {"cell": cell}
     return {"artifactLocation": artifact, "region": region}
 
 

@@ -29,6 +29,8 @@ def describe(path: Path, shown_as: str, resolver: Resolver) -> str:
         f"preview = {json.dumps(settings.preview)}",
         f"exclude = {json.dumps(list(settings.exclude))}",
         f"extend-exclude = {json.dumps(list(settings.extend_exclude))}",
+        f"include = {json.dumps(list(settings.include))}",
+        f"extend-include = {json.dumps(list(settings.extend_include))}",
         f"per-file-ignores = {{{ignores}}}",
         *(f"confirm.{name} = {spec}" for name, spec in settings.confirm),
     ]

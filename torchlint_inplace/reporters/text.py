@@ -16,9 +16,12 @@ def plural(count: int, noun: str) -> str:
 
 
 def location(report: Report, path: str, position: Position, palette: Palette) -> str:
-    """`path:line:col` with a 1-based column, as editors and terminals make clickable."""
+    """`path:line:col` with a 1-based column, as editors and terminals make clickable; in a
+    notebook `path:cell N:line:col`, as ruff writes it."""
     colon = palette.paint(":", CYAN)
-    return f"{palette.paint(report.display_path(path), BOLD)}{colon}{position.line}{colon}{position.column + 1}"
+    cell, shown = report.in_cell(path, position)
+    where = f"cell {cell}{colon}" if cell is not None else ""
+    return f"{palette.paint(report.display_path(path), BOLD)}{colon}{where}{shown.line}{colon}{shown.column + 1}"
 
 
 def header(finding: Finding, report: Report, palette: Palette) -> str:
