@@ -72,6 +72,9 @@ _DICT_METHODS = frozenset({"get", "values", "items", "keys", "update", "setdefau
 # Classes whose instances are their constructor's keywords, read as attributes.
 _NAMESPACE_CLASSES = frozenset({"types.SimpleNamespace", "argparse.Namespace"})
 _CONTAINER_GROWERS = frozenset({"append", "extend", "insert", "add_module", "register_module", "update"})
+# The fields of torch.return_types (`values, indices` of max/min/sort/topk/kthvalue/mode/
+# median/cummax, `Q, R` of qr, `eigenvalues, eigenvectors`), by position.
+RETURN_FIELDS = {"values": 0, "indices": 1, "Q": 0, "R": 1, "eigenvalues": 0, "eigenvectors": 1, "U": 0, "S": 1, "Vh": 2}
 
 
 class CallEvaluator:
@@ -215,6 +218,8 @@ class CallEvaluator:
         if isinstance(base, DictVal):
             found = base.get(attr)  # a config read by attribute (EasyDict, OmegaConf, SimpleNamespace)
             return found if found is not None else (base.rest if base.rest is not None else NOT_TENSOR)
+        if isinstance(base, Val) and base.items is not None and attr in RETURN_FIELDS and RETURN_FIELDS[attr] < len(base.items):
+            return base.items[RETURN_FIELDS[attr]]  # `torch.topk(x, k).values`: torch.return_types' fields
         if not is_tensor(base):
             return NOT_TENSOR
         assert isinstance(base, Val)

@@ -682,8 +682,10 @@ class FunctionInterpreter:
                     if verdict is not True:
                         failing.append((condition, option))
                     continue
-                holding.append((condition | {assumption}, self.pinned(option, assumption)))
-                failing.append((condition | {assumption.negated()}, option))
+                if consistent(condition | {assumption}):
+                    holding.append((condition | {assumption}, self.pinned(option, assumption)))
+                if consistent(condition | {assumption.negated()}):
+                    failing.append((condition | {assumption.negated()}, option))
             return self.refined(subject_expr, holding, state), self.refined(subject_expr, failing, state)
         verdict = truth(value)
         if verdict is not None:
@@ -720,12 +722,13 @@ class FunctionInterpreter:
         name = dotted(subject_expr)
         if name is not None:
             refined.env[name] = options[0][1] if len(options) == 1 else Choice(tuple(options))
-        if len(options) == 1:
-            for assumption in options[0][0]:
-                known = refined.assumed.get(assumption.key)
-                if known is not None and known.holds != assumption.holds:
-                    return None
-                refined.assume(assumption)
+        # What every option assumed holds on the path: `if self.training:` after an `if` that
+        # split on it leaves `self.training` a choice of two, and the branch is still one mode.
+        for assumption in frozenset.intersection(*(condition for condition, _ in options)):
+            known = refined.assumed.get(assumption.key)
+            if known is not None and known.holds != assumption.holds:
+                return None
+            refined.assume(assumption)
         return refined
 
     def assumption(self, test: cst.BaseExpression, subject_expr: cst.BaseExpression, value: Value, subject_test: tuple[str, bool] | None) -> Assumption | None:
@@ -890,8 +893,8 @@ class FunctionInterpreter:
     def read(self, name: str, node: cst.CSTNode, state: State) -> None:
         """Reading a name whose tensor a hidden write changed under it: silent corruption."""
         pending = state.stale.pop(name, None)
-        if pending is None:
-            return
+        if pending is None or not consistent(pending.condition | state.condition):
+            return  # not stale, or only after a write on a path this one excludes (eval vs training)
         span_of, path = self.ctx.span_of, self.ctx.path
         hazard = Hazard(True, lambda: stale_reason(path, name, span_of(node)), silent=True)
         self.emit(pending.form, pending.site, f"{pending.action} `{pending.written}` in place", hazard, condition=pending.condition | state.condition, calls=pending.related, flag=pending.flag)
