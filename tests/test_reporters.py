@@ -111,7 +111,7 @@ def test_concise_is_one_line_per_finding_with_relative_paths_and_summary(report)
         "broken.py:2:5: TIP000 syntax error: unexpected indent\n"
         "src/model.py:8:9: TIP002 `t` is modified in place here but `*` at line 6 saved it for backward; backward() will raise\n"
         "src/modèle.py:3:5: TIP001 [*] `h` is modified in place here but `sigmoid` at line 2 saved its result, which aliases `h`\n"
-        "Found 3 errors in 3 files (4 files checked). [*] 1 fixable with --fix (1 more with --unsafe-fixes).\n"
+        "Found 2 errors and 1 warning in 3 files (4 files checked). [*] 1 fixable with --fix (1 more with --unsafe-fixes).\n"
     )
 
 
@@ -154,7 +154,7 @@ src/modèle.py:3:5: TIP001 [*] `h` is modified in place here but `sigmoid` at li
   = consequence: silently changes `out` read at line 6
   = fix: [*] Use `h = h.mul(2)` (safe)
 
-Found 3 errors in 3 files (4 files checked). [*] 1 fixable with --fix (1 more with --unsafe-fixes).
+Found 2 errors and 1 warning in 3 files (4 files checked). [*] 1 fixable with --fix (1 more with --unsafe-fixes).
 """
 
 

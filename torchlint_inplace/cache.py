@@ -141,7 +141,9 @@ class ResultsCache:
     def _package_index(self, root: str) -> tuple[list[str], dict[str, list[str]]]:
         """The package's files, and for each module name in it the files holding that token."""
         if root not in self._roots:
-            files = [str(path) for path in sorted(Path(root).rglob("*.py"))]
+            files = [
+                str(path) for path in layout.caller_files(Path(root))
+            ]  # the files the analysis' caller search reads
             modules = {Path(path).stem for path in files}
             naming: dict[str, list[str]] = {}
             for path in files:

@@ -59,6 +59,8 @@ class Fix:
 
 # The key of `Finding.properties` under which `--confirm` leaves a finding's status.
 CONFIRMATION = "confirmation"
+# The key under which a finding keeps what its path assumed (`attn_drop > 0` (default 0.0)).
+CONDITIONS = "conditions"
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,12 @@ class Finding:
     def confirmation(self) -> str | None:
         """What `--confirm` found running the code (`confirmed: raises`, `benign`, ...), if it ran."""
         return self.properties.get(CONFIRMATION)
+
+    @property
+    def conditions(self) -> list[str]:
+        """What must hold for the finding to happen (a configuration's option, the mode); [] when
+        nothing worth saying was assumed. Stated in the message too."""
+        return list(self.properties.get(CONDITIONS, ()))
 
     def sort_key(self) -> tuple[str, int, int, str]:
         return (self.path, self.span.start.line, self.span.start.column, self.code)

@@ -17,11 +17,34 @@ file; here each question has one answer.
 
 from __future__ import annotations
 
+import itertools
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 # What makes a folder a project's root, as packaging tools and git see it.
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+# The files a search for a file's callers reads (the analysis, and the cache's test of whether
+# those callers changed): a bound, and the folders it does not enter (virtualenvs, build
+# output, VCS).
+MAX_CALLER_SCAN = 5000
+_NOT_SCANNED = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".venv",
+        "venv",
+        "__pycache__",
+        "build",
+        "dist",
+        "site-packages",
+        ".tox",
+        ".nox",
+        ".eggs",
+        "node_modules",
+    }
+)
 
 
 def _absolute(path: Path | str) -> Path:
@@ -45,3 +68,26 @@ def project_root(path: Path | str) -> Path | None:
         if any(os.path.exists(folder / marker) for marker in PROJECT_MARKERS):  # False where we may not look
             return folder
     return None
+
+
+def caller_files(root: Path) -> Iterator[Path]:
+    """The Python files under `root`, in a stable order, outside virtualenvs and build output.
+    At most MAX_CALLER_SCAN of them, found lazily: a scan never walks the rest of a large tree.
+    A loose script's folder (no project, no package: a home directory, /tmp) yields only the
+    files beside it: scripts import their siblings, and its subfolders are other people's."""
+    loose = project_root(root / "_") is None and not (root / "__init__.py").exists()
+    return itertools.islice(_walk(root, loose), MAX_CALLER_SCAN)
+
+
+def _walk(root: Path, loose: bool) -> Iterator[Path]:
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = (
+            []
+            if loose
+            else sorted(
+                name
+                for name in subfolders
+                if name not in _NOT_SCANNED and not name.startswith(".") and not name.endswith(".egg-info")
+            )
+        )
+        yield from (Path(folder) / name for name in sorted(files) if name.endswith(".py"))

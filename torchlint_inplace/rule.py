@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, ClassVar
 
-from .diagnostics import Finding, Fix, Severity
+from .diagnostics import CONDITIONS, Finding, Fix, Severity
 from .recursion import deep_recursion
 
 if TYPE_CHECKING:
@@ -53,12 +53,14 @@ class FormRule(Rule):
                         code=self.code,
                         name=self.name,
                         message=mutation.message,
-                        severity=self.severity,
+                        # Unreachable with the configuration's defaults: a warning, stated with its condition.
+                        severity=Severity.WARNING if mutation.conditional else self.severity,
                         span=mutation.span,
                         consequence=mutation.consequence,
                         related=mutation.related,
                         help=mutation.help,
                         fix=self.fix(mutation, analysis),
+                        properties={CONDITIONS: mutation.conditions} if mutation.conditions else {},
                     )
                 yield finding
 

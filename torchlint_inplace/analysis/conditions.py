@@ -57,10 +57,15 @@ def records_nothing(condition: Condition) -> bool:
     return any(assumption.key == RECORDING.key and not assumption.holds for assumption in condition)
 
 
+def phrases(condition: Condition) -> list[str]:
+    """What a finding's path assumed, worth saying: `attn_drop > 0` (default 0.0), `in training`."""
+    return [assumption.text() for assumption in sorted(condition, key=_order) if _worth_saying(assumption)]
+
+
 def wording(condition: Condition) -> str:
     """`when `attn_drop > 0` (default 0.0), in training`; "" when nothing is assumed worth saying."""
-    shown = [assumption for assumption in sorted(condition, key=_order) if _worth_saying(assumption)]
-    return "when " + ", ".join(assumption.text() for assumption in shown) if shown else ""
+    shown = phrases(condition)
+    return "when " + ", ".join(shown) if shown else ""
 
 
 def _order(assumption: Assumption) -> tuple[bool, str, str]:

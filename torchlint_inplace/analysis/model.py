@@ -10,7 +10,7 @@ from functools import cached_property
 import libcst as cst
 
 from ..diagnostics import Related, Span
-from .conditions import Condition, against_defaults, wording
+from .conditions import Condition, against_defaults, phrases, wording
 
 
 class Form(str, Enum):
@@ -92,6 +92,10 @@ class Mutation:
     def consequence(self) -> str:
         when = wording(self.condition)
         return f"{self.reason.consequence} ({when})" if when else self.reason.consequence
+
+    @property
+    def conditions(self) -> list[str]:
+        return phrases(self.condition)
 
     @property
     def conditional(self) -> bool:

@@ -9,7 +9,6 @@ memory bound, for the rest of the run; nothing is imported or executed.
 
 from __future__ import annotations
 
-import itertools
 import os
 import re
 from collections import OrderedDict
@@ -30,7 +29,6 @@ from .torch_facts import TorchFacts, torch_facts
 # hundreds of MB, and torch's 1.4 MB test table was read as a "caller" of files it merely
 # imports (5 s and 750 MB each time). Such a file is still checked when it is itself linted.
 MAX_PROJECT_FILE_BYTES = 500_000
-MAX_IMPORTER_SCAN = 5000
 MAX_CALLER_FILES = 4
 _IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[^\n#]*|import[ \t]+[^\n#]+)", re.MULTILINE)
 # A syntax tree costs LibCST 100-600 bytes per character of source (torch's largest file, 1.4 MB
@@ -38,8 +36,6 @@ _IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[^\n#]*|import
 # sources. On timm, 1 M characters keeps the peak at ~150 MB and re-parses 15 callees (0.4 M:
 # 130 MB, 43 re-parsed; unbounded: 38 callees parsed once, 176+ MB).
 MAX_CACHED_SOURCE = 1_000_000
-# Folders the search for a file's callers does not enter (virtualenvs, build output, VCS).
-_NOT_SCANNED = frozenset({".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "build", "dist", "site-packages", ".tox", ".nox", ".eggs", "node_modules"})
 
 
 @dataclass
@@ -243,7 +239,7 @@ class Project:
         key = key_of(root)
         if key not in self._import_indexes:
             index: dict[str, list[Path]] = {}
-            for candidate in itertools.islice(_python_files(root), MAX_IMPORTER_SCAN):
+            for candidate in layout.caller_files(root):
                 try:
                     text = candidate.read_text("utf-8", errors="replace")
                 except OSError:
@@ -316,17 +312,6 @@ def _distance(path: Path, other: Path) -> int:
     """Folders between two files: 0 for siblings."""
     common = len(os.path.commonpath([path.parent, other.parent]).split(os.sep))
     return len(path.parent.parts) + len(other.parent.parts) - 2 * common
-
-
-def _python_files(root: Path) -> Iterator[Path]:
-    """The Python files under `root`, in a stable order, outside virtualenvs and build output.
-    Lazy, so a scan stopped at MAX_IMPORTER_SCAN files never walks the rest of a large tree.
-    A loose script's folder (no project, no package: a home directory, /tmp) yields only the
-    files beside it: scripts import their siblings, and its subfolders are other people's."""
-    loose = layout.project_root(root / "_") is None and not (root / "__init__.py").exists()
-    for folder, subfolders, files in os.walk(root):
-        subfolders[:] = [] if loose else sorted(name for name in subfolders if name not in _NOT_SCANNED and not name.startswith(".") and not name.endswith(".egg-info"))
-        yield from (Path(folder) / name for name in sorted(files) if name.endswith(".py"))
 
 
 def _read_index(path: Path) -> FileContext | None:

@@ -58,6 +58,7 @@ def _finding(finding: Finding, report: Report) -> dict[str, Any]:
         ],
         "help": finding.help,
         "fix": _fix(finding.fix, report, finding.path) if finding.fix is not None else None,
+        **({"conditions": finding.conditions} if finding.conditions else {}),
         **({"confirmation": finding.confirmation} if finding.confirmation is not None else {}),
     }
 

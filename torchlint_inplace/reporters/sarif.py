@@ -122,6 +122,7 @@ def _result(finding: Finding, report: Report, rule_index: int, fingerprint: str)
         "properties": {
             "consequence": finding.consequence,
             "help": finding.help,
+            **({"conditions": finding.conditions} if finding.conditions else {}),
             **({"confirmation": finding.confirmation} if finding.confirmation is not None else {}),
         },
     }

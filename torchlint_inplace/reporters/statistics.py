@@ -13,7 +13,7 @@ from typing import TextIO
 
 from ..diagnostics import Applicability
 from .base import Report
-from .text import fixability, plural
+from .text import fixability, found
 
 
 def write(report: Report, stream: TextIO, machine: bool, quiet: bool) -> None:
@@ -44,4 +44,4 @@ def write(report: Report, stream: TextIO, machine: bool, quiet: bool) -> None:
         stream.write(f"{count:>{count_width}}\t{code:<{code_width}}\t{marker} {names[code]}\n")
     if rows and not quiet:
         fixes = fixability(findings)
-        stream.write(f"Found {plural(len(findings), 'error')}." + (f" {fixes}." if fixes else "") + "\n")
+        stream.write(f"{found(findings)}." + (f" {fixes}." if fixes else "") + "\n")

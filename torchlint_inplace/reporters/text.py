@@ -4,9 +4,9 @@ the closing summary, worded as ruff words them so users read them without thinki
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from ..diagnostics import Applicability, Finding, Position
+from ..diagnostics import Applicability, Finding, Position, Severity
 from .base import Report
 from .style import BOLD, CYAN, GREEN, Palette
 
@@ -47,13 +47,23 @@ def fixability(findings: Iterable[Finding]) -> str:
     return more if unsafe else ""
 
 
+def found(findings: Sequence[Finding], fixed: int = 0) -> str:
+    """`Found 3 errors`, `Found 2 errors and 1 warning`: warnings are the findings only a
+    non-default configuration reaches (they say which)."""
+    warnings = sum(finding.severity is Severity.WARNING for finding in findings)
+    errors = len(findings) + fixed - warnings
+    if warnings and not errors:
+        return f"Found {plural(warnings, 'warning')}"
+    return f"Found {plural(errors, 'error')}" + (f" and {plural(warnings, 'warning')}" if warnings else "")
+
+
 def summary(report: Report, palette: Palette) -> str:
     """The closing line: `Found 3 errors in 2 files (9 files checked). [*] 1 fixable with --fix
     (1 more with --unsafe-fixes).`; after --fix, what was fixed and what remains."""
     remaining = len(report.findings)
     if remaining == 0 and report.fixed == 0:
         return palette.paint("All checks passed!", BOLD, GREEN)
-    text = f"Found {plural(remaining + report.fixed, 'error')}"
+    text = found(report.findings, report.fixed)
     details = []
     if report.fixed:
         unsafe = fixable(report.findings)[1]

@@ -1,0 +1,90 @@
+"""Findings that only some configuration reaches: stated, and reported as warnings.
+
+A finding whose path assumed something (`attn_drop > 0`, training mode) says it in the message
+("; only when ...") and in JSON/SARIF (`conditions`). When the configuration's own defaults make
+that assumption false, nobody gets the hazard without changing a default: such a finding stays
+default-on, so that a user who turns the option on is warned, but carries severity `warning`
+(GitHub `::warning`, SARIF `level: warning`, "Found 1 warning."). Every other finding is an error.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+
+from torchlint_inplace import api
+from torchlint_inplace.diagnostics import Severity
+from torchlint_inplace.reporters import Report
+from torchlint_inplace.reporters.json_report import document as json_document
+from torchlint_inplace.reporters.sarif import document as sarif_document
+from torchlint_inplace.reporters.text import found
+
+SCHEMA = json.loads((Path(__file__).resolve().parent.parent / "docs" / "json-schema.json").read_text(encoding="utf-8"))
+
+ATTENTION = """\
+import torch
+from torch import nn
+
+
+class Attention(nn.Module):
+    def __init__(self, attn_drop: float = {default}) -> None:
+        super().__init__()
+        self.attn_drop = nn.Dropout(attn_drop, inplace=True)
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        attn = (q @ k.transpose(-2, -1)).softmax(-1)
+        attn = self.attn_drop(attn)
+        return attn @ k
+"""
+
+
+def _only(text: str, tmp_path: Path):
+    path = tmp_path / "attention.py"
+    path.write_text(text, encoding="utf-8")
+    findings = api.lint_source(text, path)
+    assert len(findings) == 1, findings
+    return findings[0], path
+
+
+def test_a_default_that_excludes_the_hazard_makes_a_stated_warning(tmp_path: Path) -> None:
+    finding, _ = _only(ATTENTION.format(default="0.0"), tmp_path)
+    assert finding.code == "TIP004"
+    assert finding.severity is Severity.WARNING
+    assert finding.conditions == ["`attn_drop != 0.0` (default 0.0)", "in training"]
+    assert finding.message.endswith("; only when `attn_drop != 0.0` (default 0.0), in training")
+
+
+def test_a_default_that_reaches_the_hazard_is_an_error_that_still_names_the_mode(tmp_path: Path) -> None:
+    finding, _ = _only(ATTENTION.format(default="0.1"), tmp_path)
+    assert finding.severity is Severity.ERROR
+    assert finding.conditions == ["in training"]
+
+
+def test_conditions_travel_in_json_and_sarif(tmp_path: Path) -> None:
+    finding, path = _only(ATTENTION.format(default="0.0"), tmp_path)
+    report = Report(findings=[finding], root=tmp_path, files_checked=1, fixed=0)
+    as_json = json_document(report)
+    jsonschema.validate(as_json, SCHEMA)
+    assert as_json["findings"][0]["severity"] == "warning"
+    assert as_json["findings"][0]["conditions"] == finding.conditions
+    result = sarif_document(report)["runs"][0]["results"][0]
+    assert result["level"] == "warning"
+    assert result["properties"]["conditions"] == finding.conditions
+
+
+def test_an_unconditional_finding_has_no_conditions_key(tmp_path: Path) -> None:
+    text = "import torch\n\n\nclass Gate(torch.nn.Module):\n    def forward(self, x):\n        y = torch.sigmoid(x)\n        y.mul_(2)\n        return y\n"
+    finding, path = _only(text, tmp_path)
+    assert finding.severity is Severity.ERROR and finding.conditions == []
+    as_json = json_document(Report(findings=[finding], root=tmp_path, files_checked=1, fixed=0))
+    assert "conditions" not in as_json["findings"][0]
+
+
+def test_the_summary_counts_warnings_apart(tmp_path: Path) -> None:
+    warning, _ = _only(ATTENTION.format(default="0.0"), tmp_path)
+    error, _ = _only(ATTENTION.format(default="0.1"), tmp_path)
+    assert found([warning]) == "Found 1 warning"
+    assert found([error, warning]) == "Found 1 error and 1 warning"
+    assert found([error, error]) == "Found 2 errors"
