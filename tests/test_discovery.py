@@ -217,3 +217,16 @@ def test_gitignore_escapes() -> None:
     literal_bang = parse_line("\\!important")
     assert literal_hash is not None and literal_hash.regex.match("#file") and not literal_hash.negated
     assert literal_bang is not None and literal_bang.regex.match("!important") and not literal_bang.negated
+
+
+def test_a_relative_path_finds_the_same_callers_as_an_absolute_one(monkeypatch) -> None:
+    """The search for a helper's callers orders them by distance; a path given relative to the
+    working directory (as editors and scripts pass them) must be measured like an absolute one."""
+    from torchlint_inplace import api
+
+    folder = Path(__file__).resolve().parent.parent / "fixtures" / "tip007"
+    text = (folder / "project" / "layers.py").read_text(encoding="utf-8")
+    absolute = [(f.line, f.code) for f in api.lint_source(text, folder / "project" / "layers.py")]
+    monkeypatch.chdir(folder)
+    relative = [(f.line, f.code) for f in api.lint_source(text, "project/layers.py")]
+    assert relative == absolute and absolute

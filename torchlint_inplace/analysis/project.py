@@ -310,8 +310,9 @@ def scan_root(path: Path) -> Path:
 
 def _distance(path: Path, other: Path) -> int:
     """Folders between two files: 0 for siblings."""
-    common = len(os.path.commonpath([path.parent, other.parent]).split(os.sep))
-    return len(path.parent.parts) + len(other.parent.parts) - 2 * common
+    folders = [Path(os.path.abspath(path)).parent, Path(os.path.abspath(other)).parent]
+    common = len(Path(os.path.commonpath(folders)).parts)
+    return sum(len(folder.parts) for folder in folders) - 2 * common
 
 
 def _read_index(path: Path) -> FileContext | None:
