@@ -250,14 +250,21 @@ class Engine:
             self.project.remember(key, summary, summary.files)
         return summary, binding
 
-    def complete(self, ctx: FileContext, binding: Binding) -> None:
-        """Parameters no argument reached take their defaults: a constant default is a
-        configuration value (its default known), anything else the value it evaluates to."""
+    def complete(self, ctx: FileContext, binding: Binding, call_site: bool = True) -> None:
+        """Parameters a call site leaves out take their defaults, which is what that call runs
+        with (`_convert(boxes, fmt)` runs with `inplace=False`). Without a call site (the
+        instance of a class nobody known builds) they stay configuration values that know
+        their defaults: whoever builds it may choose otherwise."""
         for param in binding.missing:
-            binding.values[param.name.value] = self.default(ctx, param)
+            value = self.default(ctx, param)
+            if call_site and isinstance(value, Sym) and value.default is not None:
+                value = value.default
+            binding.values[param.name.value] = value
             binding.exprs[param.name.value] = None
 
     def default(self, ctx: FileContext, param: cst.Param) -> Value:
+        """A parameter's default as a configuration value: a constant default is a `Sym` that
+        knows it; anything else is the value it evaluates to."""
         name = param.name.value
         if param.default is None:
             return Sym(name)
@@ -301,7 +308,7 @@ class Engine:
         else:
             init_ctx = self.project.file(Path(init.path)) if key_of(init.path) != key_of(ctx.path) else ctx
             binding = bind(init.node, args, 1)
-            self.complete(init_ctx or ctx, binding)
+            self.complete(init_ctx or ctx, binding, call_site=call is not None)
             key = ("instance", id(info), key_of(info.path), _abstract_all(binding.values))
         instance = self.project.memo.get(key)
         if instance is None:
