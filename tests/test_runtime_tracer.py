@@ -41,11 +41,13 @@ def _ids(cases):
 # (fixture::driver, mode or None for both) -> reason
 _RULE_BY_TEXT = "the tracer names the rule from the written line's text, which differs from the analysis' form here"
 _SAVE_ORDER = "the save is attributed to the op run by the mutating line itself (a save and a write in one statement)"
+_LOCAL_ALIAS = "the tracer watches the reads of a writer's callers, not of the frame that wrote: a local alias read again after an in-place op in the same function goes unseen"
 TRACER_GAPS = {
     ("realworld/multiresunet_respath.py::raises_respath", None): _RULE_BY_TEXT,
     ("realworld/recurrent_linear_attention.py::raises_training_through_two_steps", None): _RULE_BY_TEXT,
     ("realworld/megablocks_router_norm.py::raises_normalize_top_k_in_place", None): _SAVE_ORDER,
     ("realworld/yolo_nms_conf.py::raises_grad_cam_score_through_nms", None): _SAVE_ORDER,
+    ("precision/graph_never_reaches_backward.py::safe_only_indices_leave", "fail-fast"): "fail-fast raises at a write to a saved tensor, not knowing that no backward will ever use it",
     ("realworld/gan_sin_fitting.py::safe_recompute_after_d_step", "fail-fast"): "fail-fast counts a graph kept by retain_graph=True as pending, so the optimizer step is refused",
     ("realworld/rlkit_sac_critic_step_first/examples/sac.py::safe_policy_updated_first", "fail-fast"): (
         "fail-fast counts a graph still referenced as pending (the target actions', used only through `.detach()`), so the policy step is refused"
@@ -53,6 +55,8 @@ TRACER_GAPS = {
 }
 # Silent drivers whose corruption the tracer does not report yet, and what it would take.
 SILENT_GAPS = {
+    "precision/metadata_reads.py::silent_values_read_after_write": _LOCAL_ALIAS,
+    "precision/exclusive_training_branches.py::silent_training_write_training_read": _LOCAL_ALIAS,
     "realworld/came_update_aliases_exp_avg.py::silent_bias_momentum_shrinks_by_lr": (
         "an alias within one function (`update = exp_avg`) of optimizer state that the next `step()` reads: no caller reads it"
     ),

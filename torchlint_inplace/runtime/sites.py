@@ -60,7 +60,10 @@ def _is_internal(code: CodeType) -> bool:
     if internal is None:
         file = code.co_filename
         in_stdlib = file.startswith(_STDLIB) and not any(folder in file for folder in _PACKAGE_FOLDERS)
-        internal = _internal_codes[code] = file.startswith(_INTERNAL_ROOTS) or in_stdlib or file.startswith("<frozen ")
+        # A pytest hook implementation (`pytest_runtest_call` of pytest, pluggy or any plugin's
+        # hookwrapper) is test machinery around the user's test, never the user's line.
+        hook = code.co_name.startswith("pytest_")
+        internal = _internal_codes[code] = file.startswith(_INTERNAL_ROOTS) or in_stdlib or file.startswith("<frozen ") or hook
     return internal
 
 
