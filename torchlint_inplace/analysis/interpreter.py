@@ -656,12 +656,20 @@ class FunctionInterpreter:
             return None, state
         if value.grad is Grad.LEAF:
             return (state.copy(), None) if attribute == "requires_grad" else (None, state)  # a leaf has no grad_fn
-        known = state.assumed.get(RECORDING.key)
+        return self.assumed_both_ways(RECORDING, state)
+
+    @staticmethod
+    def assumed_both_ways(assumption: Assumption, state: State) -> tuple[State | None, State | None]:
+        """The sides of a test decided only by assuming it: answered where the path already
+        assumed it (or its contrary), else a state for each."""
+        known = state.assumed.get(assumption.key)
         if known is not None:
-            return (state.copy(), None) if known.holds else (None, state)
+            return (state.copy(), None) if known.holds == assumption.holds else (None, state)
+        if not consistent(state.condition | {assumption}):
+            return None, state
         holds, fails = state.copy(), state.copy()
-        holds.assume(RECORDING)
-        fails.assume(RECORDING.negated())
+        holds.assume(assumption)
+        fails.assume(assumption.negated())
         return holds, fails
 
     def split(
@@ -693,16 +701,9 @@ class FunctionInterpreter:
         assumption = self.assumption(test, subject_expr, value, subject_test)
         if assumption is None:
             return state.copy(), state
-        known = state.assumed.get(assumption.key)
-        if known is not None:
-            return (state.copy(), None) if known.holds == assumption.holds else (None, state)
-        if not consistent(state.condition | {assumption}):
-            return None, state
-        holds, fails = state.copy(), state.copy()
-        holds.assume(assumption)
-        fails.assume(assumption.negated())
+        holds, fails = self.assumed_both_ways(assumption, state)
         name = dotted(subject_expr)
-        if name is not None:
+        if name is not None and holds is not None and fails is not None:
             holds.env[name] = self.pinned(value, assumption)
         return holds, fails
 
