@@ -95,6 +95,16 @@ def hidden_reason(path: str, how: str, records: Sequence[SaveRecord], span_of: S
 Located = tuple[str, Span] | None  # a node's file and span, when its file is still known
 
 
+def _where(found: Located, path: str) -> str:
+    """` at line 12` where the origin is known, else nothing."""
+    return f" at {_at(found, path)}" if found is not None else ""
+
+
+def _made_here(found: Located, role: str) -> tuple[Related, ...]:
+    """The origin's line as a related location, where it is known."""
+    return (Related(found[0], found[1], role),) if found is not None else ()
+
+
 def _at(found: Located, path: str) -> str:
     """`line 12`, or `line 12 of layers.py` for a line in another file."""
     assert found is not None
@@ -114,7 +124,7 @@ def leaf_reason(path: str, found: Located) -> Reason:
 
 
 def multi_view_reason(path: str, method: str, found: Located) -> Reason:
-    where = f" at {_at(found, path)}" if found is not None else ""
+    where = _where(found, path)
     return Reason(
         f"it is an output of `{method}()`{where}, a view torch forbids modifying in place while it requires grad; this raises at once",
         RAISES_NOW,
@@ -155,12 +165,12 @@ def overlap_reason(operand: str, target: str, line: int) -> Reason:
 
 
 def hooked_reason(module: str, path: str, found: Located) -> Reason:
-    where = f" at {_at(found, path)}" if found is not None else ""
+    where = _where(found, path)
     return Reason(
         f"it is the output of `{module}`{where}, which has a full backward hook: torch makes that output a view "
         "(BackwardHookFunctionBackward) and refuses to modify it in place; this raises at once",
         RAISES_NOW,
-        (Related(found[0], found[1], "the hooked module's output is made here"),) if found is not None else (),
+        _made_here(found, "the hooked module's output is made here"),
         "write into a `.clone()` of the module's output, or use the out-of-place form",
     )
 
@@ -169,10 +179,10 @@ INFERENCE_ERROR = "Inplace update to inference tensor outside InferenceMode is n
 
 
 def inference_reason(path: str, found: Located) -> Reason:
-    where = f" at {_at(found, path)}" if found is not None else ""
+    where = _where(found, path)
     return Reason(
         f"it was created under `torch.inference_mode()`{where}; this raises at once: '{INFERENCE_ERROR}'",
         RAISES_NOW,
-        (Related(found[0], found[1], "the inference tensor is created here"),) if found is not None else (),
+        _made_here(found, "the inference tensor is created here"),
         "`.clone()` it outside inference mode before writing, or create it under `torch.no_grad()` instead",
     )
