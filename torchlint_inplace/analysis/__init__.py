@@ -27,8 +27,8 @@ def analyze(module: cst.Module, path: str, project: Project | None = None, previ
     with deep_recursion():
         found = engine.analyze(ctx)
         if engine.needs_callers(ctx):
-            for caller in project.importers(ctx):
-                found.extend(Engine(project).analyze(caller))
+            for caller, names in project.importers(ctx):
+                found.extend(Engine(project).analyze(caller, names))
     mutations = _one_per_write(mutation for mutation in found if key_of(mutation.path) == key_of(path))
     dependencies = frozenset(project.dependencies - {key_of(path)})
     return FileAnalysis(path, module, mutations, preview, dependencies, frozenset(project.scanned_roots))

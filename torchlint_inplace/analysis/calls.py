@@ -68,6 +68,7 @@ _FUNCTIONAL = "torch.nn.functional"
 _CALLERS = " the caller's"
 # Module methods that return the module itself.
 _SELF_RETURNING = frozenset({"train", "eval", "to", "cuda", "cpu", "float", "double", "half", "bfloat16", "requires_grad_", "type", "share_memory", "apply"})
+_MAX_RANGE = 8  # numbers of a `range` of known bounds the interpreter enumerates
 _DICT_METHODS = frozenset({"get", "values", "items", "keys", "update", "setdefault", "pop", "copy", "clear", "popitem"})
 # Classes whose instances are their constructor's keywords, read as attributes.
 _NAMESPACE_CLASSES = frozenset({"types.SimpleNamespace", "argparse.Namespace"})
@@ -426,10 +427,12 @@ class CallEvaluator:
         return Val(items=tuple(base + more), cell=cell if cell is not None else fresh_id())
 
     def dict_method(self, receiver: DictVal, receiver_expr: cst.BaseExpression, method: str, call: cst.Call, args: Args, state: State) -> Value:
-        if method == "get":
+        if method in ("get", "pop"):
             key = collapse(args.positional[0]) if args.positional else None
             found = receiver.get(key.value) if isinstance(key, Const) else None
             default = args.positional[1] if len(args.positional) > 1 else Const(None)
+            if method == "pop" and found is not None:
+                self.i.rebind_container(receiver_expr, receiver, receiver.without(key.value), state)  # type: ignore[union-attr]
             return found if found is not None else (receiver.rest if receiver.rest is not None else default)
         if method in ("values", "items", "keys"):
             values = receiver.values()
@@ -451,10 +454,6 @@ class CallEvaluator:
                     updated = updated.set(key.value, args.positional[1] if len(args.positional) > 1 else Const(None))
             self.i.rebind_container(receiver_expr, receiver, updated, state)
             return updated.get(collapse(args.positional[0]).value) if method == "setdefault" and args.positional and isinstance(collapse(args.positional[0]), Const) else Const(None)  # type: ignore[union-attr]
-        if method == "pop":
-            key = collapse(args.positional[0]) if args.positional else None
-            found = receiver.get(key.value) if isinstance(key, Const) else None
-            return found if found is not None else NOT_TENSOR
         if method == "copy":
             return replace(receiver, cell=fresh_id())
         return NOT_TENSOR
@@ -531,7 +530,7 @@ class CallEvaluator:
             if name == "zip":
                 return Val(items=(Val(items=tuple(element_of(value) for value in args.positional)),))
             if name == "range":
-                return Val(items=(NOT_TENSOR,)) if not args.positional else NOT_TENSOR
+                return _range(args)
             if name in ("min", "max") and args.positional and all(isinstance(collapse(v), Const) for v in args.positional):
                 try:
                     values = [collapse(v).value for v in args.positional]  # type: ignore[union-attr]
@@ -977,3 +976,14 @@ def dtype_name(expr: cst.BaseExpression) -> str | None:
         return None
     short = name.rsplit(".", 1)[-1]
     return {"float": "float32", "half": "float16", "double": "float64"}.get(short, short) if short[:1].islower() and any(c.isdigit() for c in short) or short in ("float", "half", "double", "bfloat16", "long", "int", "bool") else None
+
+
+def _range(args: Args) -> Value:
+    """`range(...)` of known bounds yields its few numbers (`for i in range(3): act(inplace=i > 0)`
+    builds one out-of-place module and two in-place ones); else numbers not known."""
+    bounds = [collapse(value) for value in args.positional]
+    if bounds and all(isinstance(bound, Const) and type(bound.value) is int for bound in bounds) and len(bounds) <= 3:
+        numbers = range(*(bound.value for bound in bounds))  # type: ignore[union-attr]
+        if len(numbers) <= _MAX_RANGE:
+            return Val(items=tuple(Const(number) for number in numbers))
+    return NOT_TENSOR

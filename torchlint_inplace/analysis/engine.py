@@ -12,6 +12,7 @@ file's findings are those of every run reached whose write lies in the file.
 from __future__ import annotations
 
 import builtins
+import re
 from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
@@ -60,6 +61,10 @@ _NAMESPACES = frozenset(
 _CONTAINER_BASES = frozenset({"Sequential", "ModuleList", "ModuleDict"})
 # Libraries whose names the interpreter knows the meaning of (torch's from the generated tables).
 _LIBRARIES = ("torch", "functools", "itertools", "collections", "types", "argparse")
+# How many contexts differing only in numbers a function or class is run with before the next
+# such context reuses the last one's result (`Engine.similar`).
+MAX_CONTEXTS = 8
+_WORD = re.compile(r"\w+")
 
 
 class Engine:
@@ -241,13 +246,14 @@ class Engine:
         key = None
         if not constructing:
             key = ("run", key_of(ref.path), id(ref.node), id(instance) if instance is not None else None, _abstract_all(binding.values), interp.grad_enabled, frozenset(state.hooked))
-            known = self.project.memo.get(key)
+            known = self.project.memo.get(key) or self.similar(key, _abstract_all(binding.values, coarse=True))
             if known is not None:
                 return known, binding  # type: ignore[return-value]
         self_env = {name: value for name, value in state.env.items() if name.startswith("self.")} if constructing else {}
         summary = self.execute(ctx, ref, binding, instance, constructing, interp.depth + 1, interp.grad_enabled, self_env, state.hooked)
         if key is not None:
             self.project.remember(key, summary, summary.files)
+            self.count_context(key, _abstract_all(binding.values, coarse=True), summary, summary.files)
         return summary, binding
 
     def complete(self, ctx: FileContext, binding: Binding, call_site: bool = True) -> None:
@@ -294,6 +300,21 @@ class Engine:
         summary.builds_inplace = _builds_inplace(child.returned) or any(_builds_inplace(v) for v in summary.self_updates.values())
         return summary
 
+    def similar(self, key: tuple, coarse: tuple) -> object | None:
+        """A run or instance already made for a context that differs from this one only in
+        numbers, once MAX_CONTEXTS such contexts have been run: model zoos build one class with
+        a hundred sets of depths, widths and rates (timm's `ResNet` through its factories), and
+        each would otherwise be interpreted anew. Everything else stays apart: booleans and None
+        switch in-place paths on and off, strings name layers (`act_layer="relu"`)."""
+        seen = self.project.memo.get(("similar", *key[:-1], coarse))
+        return seen[1] if seen is not None and seen[0] >= MAX_CONTEXTS else None  # type: ignore[index]
+
+    def count_context(self, key: tuple, coarse: tuple, made: object, files: frozenset[str]) -> None:
+        similar_key = ("similar", *key[:-1], coarse)
+        seen = self.project.memo.get(similar_key)
+        count = seen[0] + 1 if seen is not None else 1  # type: ignore[index]
+        self.project.remember(similar_key, (count, made), files)
+
     # ----------------------------------------------------------------- instances
 
     def instantiate(self, interp, info: ClassInfo, call: cst.Call | None, args: Args, state: State) -> Value:
@@ -303,19 +324,22 @@ class Engine:
         if ctx is None:
             return NOT_TENSOR
         if init is None:
-            binding = Binding({}, {}, [])
-            key = ("instance", id(info), key_of(info.path), _abstract_all({"args": Val(items=tuple(args.values()))}))
+            binding = Binding({"args": Val(items=tuple(args.values()))}, {}, [])
+            key = ("instance", id(info), key_of(info.path), _abstract_all(binding.values))
         else:
             init_ctx = self.project.file(Path(init.path)) if key_of(init.path) != key_of(ctx.path) else ctx
             binding = bind(init.node, args, 1)
             self.complete(init_ctx or ctx, binding, call_site=call is not None)
             key = ("instance", id(info), key_of(info.path), _abstract_all(binding.values))
-        instance = self.project.memo.get(key)
+        coarse = _abstract_all(binding.values, coarse=True)
+        instance = self.project.memo.get(key) or self.similar(key, coarse)
         if instance is None:
             if interp.depth >= MAX_CALL_DEPTH:
                 return Module(None, info.name, origin=call)
             instance = self.build(interp, info, init, binding, call, args, state)
-            self.project.remember(key, instance, instance.built.files if instance.built is not None else frozenset({key_of(info.path)}))
+            files = instance.built.files if instance.built is not None else frozenset({key_of(info.path)})
+            self.project.remember(key, instance, files)
+            self.count_context(key, coarse, instance, files)
         assert isinstance(instance, Instance)
         if instance.built is not None:
             interp.children.append(instance.built)
@@ -346,27 +370,35 @@ class Engine:
 
     # ----------------------------------------------------------------- entry points
 
-    def analyze(self, ctx: FileContext) -> list[Mutation]:
+    def analyze(self, ctx: FileContext, reaching: frozenset[str] | None = None) -> list[Mutation]:
+        """The findings of the file's entry points. Given `reaching` (the names a caller file
+        binds to the file being checked), only the entries whose code can reach that file: its
+        top-level code, and the classes and functions that mention those names, directly or
+        through the file's module-level assignments (`blocks = {"basic": BasicBlock}`). A model
+        zoo's other entries (a hundred factory functions of its own) cannot add a finding there."""
         found: list[Mutation] = []
         top = FunctionInterpreter(self, ctx)
         statements = [statement for statement in ctx.module.body if not isinstance(statement, (cst.FunctionDef, cst.ClassDef))]
         if _guarded(lambda: top.run_statements(statements)):
             found.extend(top.mutations())
         self.reached.extend(top.children)
+        wanted = _mentioning(ctx, reaching) if reaching is not None else None
         for info in reversed(list(ctx.class_nodes.values())):
-            if id(info) in self.built or info.is_autograd_function:
+            if id(info) in self.built or info.is_autograd_function or (wanted is not None and not wanted(info.node)):
                 continue
             for name in ("forward", "__call__"):
                 ref = self.method_of(info, name)
                 if ref is not None and key_of(ref.path) == key_of(ctx.path):
                     _guarded(lambda: self.reached.extend(self.entry_run(ctx, ref, self.entry_instance(ctx, info))))
                     break
-        ran = {id(summary.node) for summary in _all(self.reached) if summary.node is not None}
-        for node, cls in ctx.bodies:
-            if id(node) in ran:
+        ran = _nodes(self.reached)
+        for node, cls in ctx.bodies:  # in order: one an earlier entry reached (under its no_grad) is not run again
+            if id(node) in ran or (wanted is not None and not wanted(node)):
                 continue
             ref = FunctionRef(ctx.path, node, cls)
+            before = len(self.reached)
             _guarded(lambda: self.reached.extend(self.entry_run(ctx, ref, self.method_receiver(ctx, cls, node))))
+            ran |= _nodes(self.reached[before:])
         for summary in _all(self.reached):
             found.extend(summary.mutations)
         return found
@@ -428,6 +460,24 @@ class Engine:
         return values
 
 
+def _words(ctx: FileContext, node: cst.CSTNode) -> frozenset[str]:
+    return frozenset(_WORD.findall(ctx.code_of(node)))
+
+
+def _mentioning(ctx: FileContext, names: frozenset[str]) -> Callable[[cst.CSTNode], bool]:
+    """Whether a definition's code mentions one of `names`, or a module-level name assigned
+    from one of them."""
+    assigned = {name: _words(ctx, value) for name, value in ctx.assignments.items()}
+    reach = set(names)
+    while grown := {name for name, used in assigned.items() if name not in reach and used & reach}:
+        reach |= grown
+    return lambda node: bool(_words(ctx, node) & reach)
+
+
+def _nodes(summaries: list[Summary]) -> set[int]:
+    return {id(summary.node) for summary in _all(summaries) if summary.node is not None}
+
+
 def _guarded(run: Callable[[], object]) -> bool:
     """Run one entry point; a pathologically deep expression costs that entry its findings only."""
     try:
@@ -463,17 +513,20 @@ def _fresh(value: Value) -> Value:
     return value
 
 
-def _abstract(value: Value) -> object:
-    """What of an argument a run depends on: tensors by what autograd knows of them, not storage."""
+def _abstract(value: Value, coarse: bool = False) -> object:
+    """What of an argument a run depends on: tensors by what autograd knows of them, not storage.
+    `coarse` keeps of a number only its type."""
     if isinstance(value, Val):
-        items = tuple(_abstract(item) for item in value.items) if value.items is not None else None
+        items = tuple(_abstract(item, coarse) for item in value.items) if value.items is not None else None
         if value.is_tensor:
             return ("T", value.grad, value.hidden, value.multi_view, value.hooked, value.inference, value.dtype, value.fresh_buffer, value.strided, value.opaque, items)
         return ("L", items, value.cell is not None)
     if isinstance(value, DictVal):
-        return ("D", tuple((key, _abstract(item)) for key, item in value.entries), _abstract(value.rest) if value.rest is not None else None)
+        return ("D", tuple((key, _abstract(item, coarse)) for key, item in value.entries), _abstract(value.rest, coarse) if value.rest is not None else None)
     if isinstance(value, Choice):
-        return ("X", tuple((condition, _abstract(option)) for condition, option in value.options))
+        return ("X", tuple((condition, _abstract(option, coarse)) for condition, option in value.options))
+    if isinstance(value, Const) and coarse and type(value.value) in (int, float):
+        return ("C", type(value.value).__name__)
     if isinstance(value, Const):
         try:
             hash(value.value)
@@ -483,8 +536,8 @@ def _abstract(value: Value) -> object:
     return value
 
 
-def _abstract_all(values: dict[str, Value]) -> tuple:
-    return tuple((name, _abstract(value)) for name, value in values.items())
+def _abstract_all(values: dict[str, Value], coarse: bool = False) -> tuple:
+    return tuple((name, _abstract(value, coarse)) for name, value in values.items())
 
 
 def _builds_inplace(value: Value | None) -> bool:

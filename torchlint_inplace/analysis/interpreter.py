@@ -341,7 +341,7 @@ class FunctionInterpreter:
             unrolled = False
         self.loop_depth += 1
         exits = [] if runs_once else [state]
-        current = state
+        current = after = state
         for index, element in enumerate(elements):
             current = current.copy()
             if isinstance(node, cst.For):
@@ -361,6 +361,8 @@ class FunctionInterpreter:
                 break
         self.loop_depth -= 1
         merged = merge_states(exits) if exits else State(dead=True)
+        if not unrolled and not merged.dead:
+            _keep_grown(state, after, merged)
         if node.orelse is not None and not merged.dead:
             merged = self.exec_block(node.orelse.body, merged)
         return merged
@@ -1263,6 +1265,19 @@ def _constant_of(test: str) -> tuple[object] | None:
 def _refusal(tensor: Val) -> tuple:
     """What makes torch refuse writing a tensor at once, whoever wrote it."""
     return tuple(flag for flag in (tensor.grad is Grad.LEAF and "leaf", tensor.multi_view, tensor.hooked, tensor.inference and "inference") if flag)
+
+
+def _keep_grown(before: State, last: State, merged: State) -> None:
+    """A list or container a loop appends to holds what its rounds appended, in order: the
+    loop stands for `n` rounds, not for "maybe none, in any order". Merging the rounds' states
+    would make one element stand for all of them, so that `nn.Sequential(*layers)` of
+    `[act, conv, norm] * depth` could end with any of the three."""
+    for name, grown in last.env.items():
+        start = before.env.get(name)
+        if not isinstance(grown, (Val, Module)) or not isinstance(start, type(grown)) or grown.items is None or start.items is None:
+            continue
+        if len(grown.items) > len(start.items) and grown.items[: len(start.items)] == start.items and getattr(grown, "cell", None) == getattr(start, "cell", None):
+            merged.env[name] = grown
 
 
 def _merged(a: State | None, b: State | None) -> State | None:

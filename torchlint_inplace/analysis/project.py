@@ -212,9 +212,10 @@ class Project:
             del self.memo[memo_key]
             del self._memo_files[memo_key]
 
-    def importers(self, ctx: FileContext) -> list[FileContext]:
+    def importers(self, ctx: FileContext) -> list[tuple[FileContext, frozenset[str]]]:
         """Files of the same package or project that import `ctx`'s module: the callers that may
-        pass it tensors or build its classes. The nearest MAX_CALLER_FILES of them (same folder
+        pass it tensors or build its classes, each with the names it binds to that module or to
+        what it defines. The nearest MAX_CALLER_FILES of them (same folder
         first): a helper every model file imports (`models/_utils.py`, `modeling_utils.py`)
         would otherwise cost an analysis of the whole package, and its nearest callers are the
         ones that use it the way it was written for."""
@@ -230,8 +231,9 @@ class Project:
             if key_of(candidate) == key_of(here):
                 continue
             other = self.file(candidate)
-            if other is not None and any(_imports_file(other, local, here) for local in (*other.imports.relative, *other.imports.aliases)):
-                found.append(other)
+            names = frozenset(local for local in (*other.imports.relative, *other.imports.aliases) if _imports_file(other, local, here)) if other is not None else frozenset()
+            if other is not None and names:
+                found.append((other, names))
         return found
 
     def _import_index(self, root: Path) -> dict[str, list[Path]]:

@@ -185,8 +185,10 @@ class DictVal:
         return next((value for known, value in self.entries if known == key), None)
 
     def set(self, key: object, value: "Value") -> "DictVal":
-        kept = tuple((known, old) for known, old in self.entries if known != key)
-        return replace(self, entries=(*kept, (key, value)))
+        return replace(self, entries=(*self.without(key).entries, (key, value)))
+
+    def without(self, key: object) -> "DictVal":
+        return replace(self, entries=tuple((known, old) for known, old in self.entries if known != key))
 
     def values(self) -> list["Value"]:
         return [value for _, value in self.entries] + ([self.rest] if self.rest is not None else [])
