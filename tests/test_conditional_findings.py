@@ -88,3 +88,14 @@ def test_the_summary_counts_warnings_apart(tmp_path: Path) -> None:
     assert found([warning]) == "Found 1 warning"
     assert found([error, warning]) == "Found 1 error and 1 warning"
     assert found([error, error]) == "Found 2 errors"
+
+
+def test_a_forward_picked_by_configuration_holds_under_the_pick() -> None:
+    """`self.forward = self.forward_slicing` under `if forward == "slicing"` (timm's FasterNet):
+    the slicing forward's hazard is stated with the pick, a warning since the default picks the
+    other forward."""
+    path = Path(__file__).resolve().parent.parent / "fixtures" / "precision" / "forward_picked_in_init.py"
+    (finding,) = api.lint_source(path.read_text(encoding="utf-8"), path)
+    assert finding.code == "TIP002"
+    assert finding.severity is Severity.WARNING
+    assert finding.conditions == ["`forward == 'slicing'` (default 'split_cat')"]

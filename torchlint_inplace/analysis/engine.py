@@ -22,7 +22,7 @@ import libcst as cst
 
 from .arguments import Args, Binding, bind
 from .classes import ClassInfo, FunctionRef
-from .conditions import Assumption
+from .conditions import Assumption, Condition
 from .imports import dotted
 from .instances import Instance, patched
 from .interpreter import MAX_CALL_DEPTH, FunctionInterpreter
@@ -48,6 +48,7 @@ from .values import (
     collapse,
     fresh_id,
     fresh_storage,
+    options_of,
 )
 
 _BUILTINS = frozenset(dir(builtins))
@@ -72,6 +73,7 @@ class Engine:
         self.project = project
         self.built: set[int] = set()  # ids of the classes instantiated during this analysis
         self.reached: list[Summary] = []  # the runs the entry points reached
+        self.picked: list[tuple[Condition, Summary]] = []  # runs of a forward picked in `__init__`, under the pick
         self._evaluating: set[tuple[str, str]] = set()
 
     # ----------------------------------------------------------------- names
@@ -384,14 +386,14 @@ class Engine:
         self.reached.extend(top.children)
         wanted = _mentioning(ctx, reaching) if reaching is not None else None
         for info in reversed(list(ctx.class_nodes.values())):
-            if id(info) in self.built or info.is_autograd_function or (wanted is not None and not wanted(info.node)):
+            if info.is_autograd_function or (wanted is not None and not wanted(info.node)):
                 continue
-            for name in ("forward", "__call__"):
-                ref = self.method_of(info, name)
-                if ref is not None and key_of(ref.path) == key_of(ctx.path):
-                    _guarded(lambda: self.reached.extend(self.entry_run(ctx, ref, self.entry_instance(ctx, info))))
-                    break
-        ran = _nodes(self.reached)
+            forward = next((ref for name in ("forward", "__call__") if (ref := self.method_of(info, name)) is not None and key_of(ref.path) == key_of(ctx.path)), None)
+            if forward is not None and id(info) not in self.built:
+                _guarded(lambda: self.reached.extend(self.entry_run(ctx, forward, self.entry_instance(ctx, info))))
+            elif forward is None and self.is_module(info):
+                _guarded(lambda: self.run_picked_forward(ctx, info))
+        ran = _nodes(self.reached) | _nodes([summary for _, summary in self.picked])
         for node, cls in ctx.bodies:  # in order: one an earlier entry reached (under its no_grad) is not run again
             if id(node) in ran or (wanted is not None and not wanted(node)):
                 continue
@@ -401,7 +403,19 @@ class Engine:
             ran |= _nodes(self.reached[before:])
         for summary in _all(self.reached):
             found.extend(summary.mutations)
+        for condition, picked in self.picked:
+            found.extend(replace(mutation, condition=mutation.condition | condition) for summary in _all([picked]) for mutation in summary.mutations)
         return found
+
+    def run_picked_forward(self, ctx: FileContext, info: ClassInfo) -> None:
+        """A module whose `__init__` picks its forward by configuration (timm's `Partial_conv3`:
+        `self.forward = self.forward_slicing` when `forward == 'slicing'`): each method it may
+        pick runs on the instance, and what it finds holds under that pick's condition."""
+        module = self.entry_instance(ctx, info)
+        chosen = module.instance.attrs.get("forward") if module.instance is not None else None
+        for condition, option in options_of(chosen) if chosen is not None else ():
+            if isinstance(option, Func) and option.ref is not None and key_of(option.ref.path) == key_of(ctx.path):
+                self.picked.extend((condition, summary) for summary in self.entry_run(ctx, option.ref, module))
 
     def needs_callers(self, ctx: FileContext) -> bool:
         """A function of the file writes its argument, builds an in-place module, makes a
