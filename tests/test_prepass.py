@@ -12,10 +12,9 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-
-from torchlint_inplace import prepass, source
 from support import every_rule
 
+from torchlint_inplace import prepass, source
 from torchlint_inplace.api import lint_source
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -55,26 +54,78 @@ HEADER = "import torch\nfrom torch import nn\nimport torch.nn.functional as F\n\
 # (name, body, skippable): each skippable one is also run through the full analysis.
 CASES = [
     ("no in-place code", "def f(x):\n    return x * 2\n", True),
-    ("subscript store into a dict", "def f(x):\n    d = {}\n    d['a'] = x\n    n = 0\n    n += 1\n    return d\n", True),
-    ("subscript store into a forward argument", "class M(nn.Module):\n    def forward(self, x):\n        x[0] = 1\n        return x\n", False),
+    (
+        "subscript store into a dict",
+        "def f(x):\n    d = {}\n    d['a'] = x\n    n = 0\n    n += 1\n    return d\n",
+        True,
+    ),
+    (
+        "subscript store into a forward argument",
+        "class M(nn.Module):\n    def forward(self, x):\n        x[0] = 1\n        return x\n",
+        False,
+    ),
     ("in-place method on a tensor", "def f(x):\n    y = torch.sigmoid(x)\n    y.mul_(2)\n    return y\n", False),
-    ("in-place method on a chain from an argument", "def f(m):\n    m.weight.data.normal_(0, 1)\n", False),  # a caller may pass a module
+    (
+        "in-place method on a chain from an argument",
+        "def f(m):\n    m.weight.data.normal_(0, 1)\n",
+        False,
+    ),  # a caller may pass a module
     ("in-place method on a non-tensor chain", "def f():\n    m = {}\n    m.weight.data.normal_(0, 1)\n", True),
     ("nn.init helpers", "def init(w: torch.Tensor):\n    nn.init.normal_(w)\n    torch.nn.init.zeros_(w)\n", True),
-    ("no_grad writes to locals and attributes", "class M(nn.Module):\n    @torch.no_grad()\n    def reset(self):\n        self.w.zero_()\n        t = torch.ones(3)\n        t[0] = 2\n        t += 1\n", True),
+    (
+        "no_grad writes to locals and attributes",
+        "class M(nn.Module):\n    @torch.no_grad()\n    def reset(self):\n        self.w.zero_()\n        t = torch.ones(3)\n        t[0] = 2\n        t += 1\n",
+        True,
+    ),
     ("no_grad write into its own parameter", "@torch.no_grad()\ndef clip(x):\n    x.clamp_(0, 1)\n", False),
-    ("no_grad write into a view of its parameter", "@torch.no_grad()\ndef clip(x):\n    y = x.view(-1)\n    y.clamp_(0, 1)\n", False),
-    ("no_grad function re-enabling grad", "class M(nn.Module):\n    @torch.no_grad()\n    def f(self):\n        with torch.enable_grad():\n            self.w.zero_()\n", False),
-    ("no_grad function re-enabling grad under another name", "from torch import enable_grad as eg\n\nclass M(nn.Module):\n    @torch.no_grad()\n    def f(self):\n        with eg():\n            self.w.zero_()\n", False),
-    ("nested def inside a no_grad function", "class M(nn.Module):\n    @torch.no_grad()\n    def f(self):\n        def g(t: torch.Tensor):\n            t.zero_()\n        return g\n", False),
-    ("no_grad not imported from torch", "from mylib import no_grad\n\nclass M:\n    @no_grad()\n    def f(self):\n        self.w.zero_()\n", False),
-    ("inplace activation module", "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.act = nn.ReLU(inplace=True)\n", False),
-    ("inplace activation module, positional", "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.act = nn.ReLU(True)\n", False),
+    (
+        "no_grad write into a view of its parameter",
+        "@torch.no_grad()\ndef clip(x):\n    y = x.view(-1)\n    y.clamp_(0, 1)\n",
+        False,
+    ),
+    (
+        "no_grad function re-enabling grad",
+        "class M(nn.Module):\n    @torch.no_grad()\n    def f(self):\n        with torch.enable_grad():\n            self.w.zero_()\n",
+        False,
+    ),
+    (
+        "no_grad function re-enabling grad under another name",
+        "from torch import enable_grad as eg\n\nclass M(nn.Module):\n    @torch.no_grad()\n    def f(self):\n        with eg():\n            self.w.zero_()\n",
+        False,
+    ),
+    (
+        "nested def inside a no_grad function",
+        "class M(nn.Module):\n    @torch.no_grad()\n    def f(self):\n        def g(t: torch.Tensor):\n            t.zero_()\n        return g\n",
+        False,
+    ),
+    (
+        "no_grad not imported from torch",
+        "from mylib import no_grad\n\nclass M:\n    @no_grad()\n    def f(self):\n        self.w.zero_()\n",
+        False,
+    ),
+    (
+        "inplace activation module",
+        "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.act = nn.ReLU(inplace=True)\n",
+        False,
+    ),
+    (
+        "inplace activation module, positional",
+        "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.act = nn.ReLU(True)\n",
+        False,
+    ),
     ("functional inplace flag", "def f(x):\n    return F.relu(x, inplace=True)\n", False),
     ("functional without inplace", "def f(x):\n    return F.relu(x, inplace=False) + F.dropout(x, 0.1, True)\n", True),
     ("out= argument", "def f(a: torch.Tensor, b: torch.Tensor):\n    torch.mul(a, b, out=a)\n", False),
-    ("mark_dirty", "class F(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n        ctx.mark_dirty(x)\n        return x\n", False),
-    ("optimizer step after retained backward", "loss = model(x)\nloss.backward(retain_graph=True)\nopt.step()\n", False),
+    (
+        "mark_dirty",
+        "class F(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n        ctx.mark_dirty(x)\n        return x\n",
+        False,
+    ),
+    (
+        "optimizer step after retained backward",
+        "loss = model(x)\nloss.backward(retain_graph=True)\nopt.step()\n",
+        False,
+    ),
     ("aliased in-place function", "from torch import relu_ as r\n\ndef f(x):\n    r(x)\n", False),
     ("syntax error", "def f(:\n", False),
     (
@@ -83,11 +134,27 @@ CASES = [
         "    def forward(self, x, names):\n        names += f'{x.shape}'\n        names += [n for n in names]\n        return torch.sigmoid(x)\n",
         True,
     ),
-    ("torch call outside the tensor namespaces", "def f():\n    props = torch.cuda.get_device_properties(0)\n    props[0] = 1\n", True),
+    (
+        "torch call outside the tensor namespaces",
+        "def f():\n    props = torch.cuda.get_device_properties(0)\n    props[0] = 1\n",
+        True,
+    ),
     ("torch factory", "def f():\n    t = torch.zeros(3)\n    t[0] = 1\n    return t\n", False),
-    ("comprehension of non-tensors", "def f(x):\n    sizes = [n * 2 for n in range(3)]\n    sizes[0] = 1\n    return x\n", True),
-    ("comprehension over a tensor", "def f(x):\n    parts = [p * 2 for p in x.unbind()]\n    parts[0].add_(1)\n    return parts\n", False),
-    ("augmented assignment of a tensor after a list", "def f(x):\n    y = torch.sigmoid(x)\n    y += [1.0] and x\n    return y\n", False),
+    (
+        "comprehension of non-tensors",
+        "def f(x):\n    sizes = [n * 2 for n in range(3)]\n    sizes[0] = 1\n    return x\n",
+        True,
+    ),
+    (
+        "comprehension over a tensor",
+        "def f(x):\n    parts = [p * 2 for p in x.unbind()]\n    parts[0].add_(1)\n    return parts\n",
+        False,
+    ),
+    (
+        "augmented assignment of a tensor after a list",
+        "def f(x):\n    y = torch.sigmoid(x)\n    y += [1.0] and x\n    return y\n",
+        False,
+    ),
 ]
 
 

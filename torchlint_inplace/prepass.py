@@ -61,9 +61,13 @@ from pathlib import Path
 from . import source
 from .analysis.classes import AUTOGRAD_FUNCTION_BASES
 from .analysis.imports import _CANONICAL_PREFIXES
-from .analysis.vocabulary import GRAD_OFF as _GRAD_OFF, GRAD_ON as _GRAD_ON, NON_TENSOR_METHODS as _NON_TENSOR_METHODS, SAFE_INPLACE_PREFIXES as _SAFE_INPLACE_PREFIXES, SET_GRAD as _SET_GRAD
 from .analysis.project import _module_file, key_of
 from .analysis.torch_facts import torch_facts
+from .analysis.vocabulary import GRAD_OFF as _GRAD_OFF
+from .analysis.vocabulary import GRAD_ON as _GRAD_ON
+from .analysis.vocabulary import NON_TENSOR_METHODS as _NON_TENSOR_METHODS
+from .analysis.vocabulary import SAFE_INPLACE_PREFIXES as _SAFE_INPLACE_PREFIXES
+from .analysis.vocabulary import SET_GRAD as _SET_GRAD
 
 _GRAD_ON_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in _GRAD_ON | _SET_GRAD)
 _FUNCTION_BASE_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in AUTOGRAD_FUNCTION_BASES)
@@ -185,7 +189,7 @@ class _Import:
 def _canonical(full: str) -> str:
     for prefix, replacement in _CANONICAL_PREFIXES:
         if full.startswith(prefix):
-            tail = full[len(prefix):]
+            tail = full[len(prefix) :]
             full = replacement + (tail.rsplit(".", 1)[-1] if prefix == "torch.nn.modules." else tail)
     return full
 
@@ -300,7 +304,9 @@ class _Scanner:
             self._call(call)
         if self._steps and self._backwards:
             self.early_reason = self.early_reason or f"optimizer step and backward() at line {self._steps[0].lineno}"
-        self.autograd_classes = [node for node in self.classes if any(self._names_function_base(base) for base in node.bases)]
+        self.autograd_classes = [
+            node for node in self.classes if any(self._names_function_base(base) for base in node.bases)
+        ]
         self.defined = {node.name for node in (*self.functions, *self.classes)}
 
     # ------------------------------------------------------------------ verdict
@@ -314,7 +320,9 @@ class _Scanner:
             scope = max((scope for scope in scopes if scope.contains(position)), key=lambda scope: scope.body[0])
             if not self._may_tensor(scope, site.written, params_only=False):
                 continue
-            in_function_class = any(_start(node) <= position <= (node.end_lineno, node.end_col_offset) for node in self.autograd_classes)
+            in_function_class = any(
+                _start(node) <= position <= (node.end_lineno, node.end_col_offset) for node in self.autograd_classes
+            )
             if scope.no_grad and not in_function_class and not self._may_tensor(scope, site.written, params_only=True):
                 continue
             return f"{site.what} at line {site.written.lineno}"
@@ -328,7 +336,9 @@ class _Scanner:
             scopes.append(_Scope(body, self._params(func, id(func) in methods), self._no_grad(func)))
         for target, value in self.assignments:
             position = _start(target)
-            max((scope for scope in scopes if scope.contains(position)), key=lambda scope: scope.body[0]).assignments.append((target, value))
+            max(
+                (scope for scope in scopes if scope.contains(position)), key=lambda scope: scope.body[0]
+            ).assignments.append((target, value))
         return scopes
 
     def _params(self, func: ast.FunctionDef | ast.AsyncFunctionDef, method: bool) -> list[str]:
@@ -338,7 +348,10 @@ class _Scanner:
         return params[1:] if method and params and not static else params  # self / cls / ctx
 
     def _no_grad(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-        decorated = any(self._resolves_all(decorator.func if isinstance(decorator, ast.Call) else decorator, _GRAD_OFF) for decorator in func.decorator_list)
+        decorated = any(
+            self._resolves_all(decorator.func if isinstance(decorator, ast.Call) else decorator, _GRAD_OFF)
+            for decorator in func.decorator_list
+        )
         if not decorated or self._grad_on_renamed():
             return False
         whole = (_start(func), (func.end_lineno, func.end_col_offset))
@@ -376,7 +389,11 @@ class _Scanner:
     def _aug_assign(self, node: ast.AugAssign) -> None:
         # `n += t` rebinds a non-tensor `n` to a tensor: the target takes the operand's kind.
         self.assignments.append((node.target, node.value))
-        if isinstance(node.value, _NOT_TENSOR_OPERANDS) or isinstance(node.value, ast.Constant) and isinstance(node.value.value, (str, bytes)):
+        if (
+            isinstance(node.value, _NOT_TENSOR_OPERANDS)
+            or isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, (str, bytes))
+        ):
             return  # `layers += [block]`: the interpreter writes nothing (a tensor would raise TypeError)
         if not isinstance(node.target, ast.Subscript):  # a subscript target is an index write
             self._site(node.target, "augmented assignment")
@@ -425,13 +442,15 @@ class _Scanner:
             # Whoever the callee is (`act_layer(inplace=True)`, `partial(nn.ReLU, inplace=True)`),
             # construction code is interpreted: it may build an in-place module.
             self._makes_inplace(node.value, "`inplace=` argument")
-        elif node.arg in self.facts.parameter_writing_modules.values() and not (isinstance(node.value, ast.Constant) and node.value.value is None):
+        elif node.arg in self.facts.parameter_writing_modules.values() and not (
+            isinstance(node.value, ast.Constant) and node.value.value is None
+        ):
             self._makes_inplace(node.value, f"`{node.arg}=` argument")
 
     def _dict(self, node: ast.Dict) -> None:
-        for key, value in zip(node.keys, node.values):
+        for key, value in zip(node.keys, node.values, strict=True):  # one key (None for `**`) per value
             if isinstance(key, ast.Constant) and key.value == "inplace" and not _is_false(value):
-                self._makes_inplace(value, "`\"inplace\"` key")  # `act_layer(**{"inplace": True})`
+                self._makes_inplace(value, '`"inplace"` key')  # `act_layer(**{"inplace": True})`
 
     def _makes_inplace(self, node: ast.AST, what: str) -> None:
         self.activation = True
@@ -459,7 +478,9 @@ class _Scanner:
         names = self._short_names(func)
         if not names:
             return
-        arguments = [arg.value if isinstance(arg, ast.Starred) else arg for arg in call.args] + [keyword.value for keyword in call.keywords]
+        arguments = [arg.value if isinstance(arg, ast.Starred) else arg for arg in call.args] + [
+            keyword.value for keyword in call.keywords
+        ]
         if not names.isdisjoint(facts.inplace_functions):
             for argument in arguments:
                 self._site(argument, "in-place torch function", activation=True)
@@ -508,8 +529,10 @@ class _Scanner:
 
     def _names_function_base(self, base: ast.expr) -> bool:
         text = _dotted(base)
-        return text is not None and text.rsplit(".", 1)[-1] in _FUNCTION_BASE_NAMES or any(
-            name in AUTOGRAD_FUNCTION_BASES for name in self.qualnames(base)
+        return (
+            text is not None
+            and text.rsplit(".", 1)[-1] in _FUNCTION_BASE_NAMES
+            or any(name in AUTOGRAD_FUNCTION_BASES for name in self.qualnames(base))
         )
 
     # ------------------------------------------------------------------ tensor-ness
@@ -591,7 +614,9 @@ class _TensorJudge:
         return False  # constants, dicts, lambdas, f-strings, await
 
     def _call(self, call: ast.Call) -> bool:
-        arguments = [arg.value if isinstance(arg, ast.Starred) else arg for arg in call.args] + [keyword.value for keyword in call.keywords]
+        arguments = [arg.value if isinstance(arg, ast.Starred) else arg for arg in call.args] + [
+            keyword.value for keyword in call.keywords
+        ]
         if any(map(self.judge, arguments)):
             return True
         func = call.func
@@ -604,7 +629,12 @@ class _TensorJudge:
                 return True  # a tensor's method (a view, a result), or a name holding one
         if self.params_only:
             return False  # a call's result aliases no parameter but through a tensor method
-        if isinstance(func, ast.Name) and func.id in _BUILTINS and func.id not in self.scanner.aliases and func.id not in self.scanner.defined:
+        if (
+            isinstance(func, ast.Name)
+            and func.id in _BUILTINS
+            and func.id not in self.scanner.aliases
+            and func.id not in self.scanner.defined
+        ):
             return False  # `range(3)`, `len(x)`: a builtin makes a tensor only from tensor arguments
         # Project code is run with what it is given: a function or method may return a tensor
         # it made itself (`self.mask()` returning `torch.ones(...)`); torch's own calls without
