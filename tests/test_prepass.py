@@ -1,21 +1,31 @@
 """The pre-pass may only skip files in which the full analysis finds nothing.
 
 Every skip is checked against the real thing: the full analysis (LibCST, every rule, preview
-findings included) runs on each fixture and each sampled torch source file the pre-pass skips
-and must report nothing. Small cases pin down each refinement both ways: what makes a write
-harmless, and the near miss that must keep the file.
+findings included, so the default findings too: a rule reports its certain mutations always
+and the others with preview) runs on each file the pre-pass skips and must report nothing.
+The files are the fixtures, a sample of torch's own sources, and a generated sample
+(tests/prepass_sample.py) that spells every write path of the interpreter in every setting
+the pre-pass reasons about; the sample is checked to reach every write path, so a write path
+the interpreter gains without the pre-pass fails here. Small cases pin down each refinement
+both ways: what makes a write harmless, and the near miss that must keep the file.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
+from collections.abc import Iterable
 from pathlib import Path
 
+import prepass_sample as sample
 import pytest
 from support import every_rule
 
-from torchlint_inplace import prepass, source
+from torchlint_inplace import prepass, registry, source
+from torchlint_inplace.analysis.model import Form
+from torchlint_inplace.analysis.torch_facts import TorchFacts
 from torchlint_inplace.api import lint_source
+from torchlint_inplace.rule import FormRule
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 TORCH_SAMPLE_SIZE = 40
@@ -202,3 +212,75 @@ def test_autograd_function_calling_project_code_that_writes_is_kept(tmp_path: Pa
     model = "from .layers import bump\n\nclass Op(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n        bump(x)\n        return x\n"
     path = _package(tmp_path, layers, model)
     assert not prepass.verdict(str(path), path.read_text()).skippable
+
+
+# ----------------------------------------------------------------------------- the generated sample
+
+
+def _write(case: sample.Case, directory: Path) -> dict[str, Path]:
+    for name, text in {**sample.package_files(), **case.files}.items():
+        path = directory / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return {name: directory / name for name in case.checked}
+
+
+def _disagreements(cases: Iterable[sample.Case], tmp_path: Path) -> tuple[list[str], int, int]:
+    """Each checked file of each case that the pre-pass skips although the full analysis
+    reports something there; and how many files were checked and skipped."""
+    found, checked, skipped = [], 0, 0
+    for index, case in enumerate(cases):
+        run = prepass.PrePass()  # one run per case: its files are a project of their own
+        for name, path in _write(case, tmp_path / str(index)).items():
+            checked += 1
+            text = path.read_text(encoding="utf-8")
+            if not run.verdict(str(path), text).skippable:
+                continue
+            skipped += 1
+            findings = _full_analysis(path, text)
+            if findings:
+                found.append(f"{case.name} ({name}): skipped, but the analysis reports {findings}\n{text}")
+    return found, checked, skipped
+
+
+PARTS = {
+    "canonical": lambda: [*sample.canonical_cases(), *sample.unreported_cases()],
+    "torch table": sample.table_cases,
+    "writes, targets and contexts": lambda: list(sample.product_cases()),
+    "project calls": lambda: list(sample.project_cases()),
+    "random mixtures": lambda: list(sample.random_cases(seed=0, count=300)),
+}
+
+
+@pytest.mark.parametrize("part", list(PARTS))
+def test_the_prepass_skips_no_generated_file_with_a_finding(tmp_path: Path, part: str) -> None:
+    found, checked, skipped = _disagreements(PARTS[part](), tmp_path)
+    assert not found, "\n\n".join(found)
+    if part not in ("canonical", "torch table"):  # those are hazards: the pre-pass keeps them all
+        assert skipped >= checked // 20, f"{skipped} of {checked} files skipped: the check would check little"
+
+
+@pytest.mark.slow  # about 4000 more files
+def test_the_prepass_skips_no_file_with_a_finding_in_a_larger_random_sample(tmp_path: Path) -> None:
+    cases = [*sample.random_cases(seed=1, count=3000), *sample.random_project_cases(seed=1, count=300)]
+    found, _, skipped = _disagreements(cases, tmp_path)
+    assert not found, "\n\n".join(found)
+    assert skipped > 300
+
+
+def test_the_sample_reaches_every_write_path(tmp_path: Path) -> None:
+    """Each canonical case is a hazard the analysis reports, and together they give every
+    rule's finding and every form of mutation: the sample exercises each write path the
+    interpreter has. A new form, rule or torch table of writes fails here until the sample
+    spells it (and so the agreement test checks the pre-pass against it)."""
+    codes: set[str] = set()
+    for index, case in enumerate(sample.canonical_cases()):
+        path = _write(case, tmp_path / str(index))["pkg/m.py"]
+        findings = lint_source(path.read_text(encoding="utf-8"), path, every_rule(preview=True), prepass=False)
+        assert findings, f"{case.name}: no finding, so the sample no longer reaches this write path"
+        codes.update(finding.code for finding in findings)
+    assert codes == set(registry.codes())
+    forms = {rule.form for rule in registry.all_rules() if issubclass(rule, FormRule) and rule.code in codes}
+    assert forms == set(Form)
+    tables = {field.name for field in dataclasses.fields(TorchFacts)}
+    assert tables == sample.WRITE_TABLES | sample.OTHER_TABLES, "a torch table the sample does not know: is it a write?"
