@@ -69,8 +69,10 @@ from __future__ import annotations
 
 import ast
 import builtins
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import source
 from .analysis.classes import AUTOGRAD_FUNCTION_BASES
@@ -261,8 +263,13 @@ def _project_imports(path: Path, imports: list[_Import]) -> list[_ProjectImport]
 _Position = tuple[int, int]
 
 
-def _start(node: ast.AST) -> _Position:
+def _start(node: ast.expr | ast.stmt) -> _Position:
     return (node.lineno, node.col_offset)
+
+
+def _end(node: ast.expr | ast.stmt) -> _Position:
+    """Where `node` ends (Python's parser always says; a node built by hand ends where it starts)."""
+    return (node.end_lineno or node.lineno, node.end_col_offset or node.col_offset)
 
 
 @dataclass
@@ -313,7 +320,8 @@ class _Scanner:
         self._calls: list[ast.Call] = []
         self._module_classes: list[ast.Name | ast.Attribute] = []  # mentions of an inplace module's name
         self._type_tests: set[int] = set()  # classes only compared with (`isinstance(m, nn.ReLU)`, `t == nn.ELU`)
-        handlers = {
+        # One handler per node type: `ast.walk` gives plain `AST`s, each handler takes its type.
+        handlers: dict[type[ast.AST], Callable[[Any], None]] = {
             ast.Call: self._calls.append,
             ast.Subscript: self._subscript,
             ast.Assign: self._assign,
@@ -370,9 +378,7 @@ class _Scanner:
                 continue
             if not self._may_tensor(scope, site.written, params_only=False):
                 continue
-            in_function_class = any(
-                _start(node) <= position <= (node.end_lineno, node.end_col_offset) for node in self.autograd_classes
-            )
+            in_function_class = any(_start(node) <= position <= _end(node) for node in self.autograd_classes)
             if scope.no_grad and not in_function_class and not self._may_tensor(scope, site.written, params_only=True):
                 continue
             return f"{site.what} at line {site.written.lineno}"
@@ -382,7 +388,7 @@ class _Scanner:
         scopes = [_Scope(((0, 0), (1 << 62, 0)), [], False)]
         methods = {id(statement) for node in self.classes for statement in node.body}
         for func in self.functions:
-            body = (_start(func.body[0]), (func.end_lineno, func.end_col_offset))
+            body = (_start(func.body[0]), _end(func))
             varargs = {arg.arg for arg in (func.args.vararg, func.args.kwarg) if arg is not None}
             params = self._params(func, id(func) in methods)
             scopes.append(_Scope(body, [*params, *varargs], self._no_grad(func), varargs=varargs))
@@ -436,7 +442,7 @@ class _Scanner:
         )
         if not decorated or self._grad_on_renamed():
             return False
-        whole = (_start(func), (func.end_lineno, func.end_col_offset))
+        whole = (_start(func), _end(func))
         return not any(whole[0] <= mention <= whole[1] for mention in self.grad_on_mentions)
 
     def _grad_on_renamed(self) -> bool:
@@ -566,7 +572,7 @@ class _Scanner:
                 self._makes_inplace(node, f"inplace module class `{short}` used as a value")
                 return
 
-    def _makes_inplace(self, node: ast.AST, what: str) -> None:
+    def _makes_inplace(self, node: ast.expr | ast.stmt, what: str) -> None:
         self.activation = True
         self.early_reason = self.early_reason or f"{what} at line {node.lineno}"
 
@@ -635,7 +641,7 @@ class _Scanner:
             return {None}
         return {None if target is None else _canonical(f"{target}.{rest}" if rest else target) for target in targets}
 
-    def _resolves_all(self, expr: ast.expr, names, prefix: bool = False) -> bool:
+    def _resolves_all(self, expr: ast.expr, names: Collection[str], prefix: bool = False) -> bool:
         qualnames = self.qualnames(expr)
         if prefix:
             return all(name is not None and name.startswith(tuple(names)) for name in qualnames)
