@@ -685,6 +685,11 @@ IMPORT_SPELLINGS = {
     "re-exported by the package": ("from pkg import helper", "helper"),
     "re-exported by a module": ("from .mid import helper", "helper"),
     "through a wrapper in another file": ("from .mid import wrapper", "wrapper"),
+    # Absolute imports resolve above the outermost package, in the file's own folder (a script
+    # run from there) and at the project root (`analysis.project.absolute_import_bases`).
+    "absolute, from the file's folder": ("from helpers import helper", "helper"),
+    "import of a module in the file's folder": ("import helpers", "helpers.helper"),
+    "absolute, from the project root": ("from tools.helpers import helper", "helper"),
 }
 # What the helper does: its definition in `pkg/helpers.py`.
 HELPER_KINDS = {
@@ -723,7 +728,13 @@ def project_case(spelling: str, kind: str, caller: str) -> Case:
         "pkg/mid.py": "from .helpers import helper\n\n\ndef wrapper(t, *rest):\n    return helper(t, *rest)\n",
         "pkg/m.py": HEADER + "\n" + imports + "\n\n\n" + CALLERS[caller].replace("{h}", name),
     }
-    return Case(f"{kind} | {caller} | {spelling}", files, ("pkg/m.py", "pkg/helpers.py", "pkg/mid.py"))
+    if spelling == "absolute, from the project root":  # a script outside the package
+        files |= {
+            "pyproject.toml": "",
+            "tools/helpers.py": files["pkg/helpers.py"],
+            "scripts/run.py": files.pop("pkg/m.py"),
+        }
+    return Case(f"{kind} | {caller} | {spelling}", files, tuple(name for name in files if name.endswith(".py")))
 
 
 def project_cases() -> Iterator[Case]:

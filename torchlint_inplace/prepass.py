@@ -77,7 +77,7 @@ from typing import Any
 from . import source
 from .analysis.classes import AUTOGRAD_FUNCTION_BASES
 from .analysis.imports import _CANONICAL_PREFIXES
-from .analysis.project import _module_file, key_of
+from .analysis.project import _module_file, absolute_import_bases, key_of
 from .analysis.torch_facts import torch_facts
 from .analysis.vocabulary import GRAD_OFF as _GRAD_OFF
 from .analysis.vocabulary import GRAD_ON as _GRAD_ON
@@ -239,9 +239,7 @@ def _project_imports(path: Path, imports: list[_Import]) -> list[_ProjectImport]
     if not imports:
         return []
     here = path.parent
-    root = here
-    while (root / "__init__.py").exists():
-        root = root.parent
+    bases = absolute_import_bases(here)
     found = []
     for item in imports:
         if item.level:
@@ -249,10 +247,10 @@ def _project_imports(path: Path, imports: list[_Import]) -> list[_ProjectImport]
             for _ in range(item.level - 1):
                 base = base.parent
             target = _module_file(base, item.module, item.name)
-        elif item.module.startswith("torch") or not item.module:
+        elif (item.module or item.name).startswith("torch"):
             continue
         else:
-            target = _module_file(root, item.module, item.name)
+            target = next(filter(None, (_module_file(base, item.module, item.name) for base in bases)), None)
         if target is not None:
             found.append(_ProjectImport(item.local, *target))
     return found
@@ -504,13 +502,12 @@ class _Scanner:
             module, _, name = alias.name.rpartition(".")
             if alias.asname is not None:
                 self.aliases.setdefault(alias.asname, set()).add(alias.name)
-                if module:
-                    self.imports.append(_Import(0, module, name, alias.asname))
+                self.imports.append(_Import(0, module, name, alias.asname))
             else:
                 head = alias.name.split(".")[0]
                 self.aliases.setdefault(head, set()).add(head)
-                if module:  # `import pkg.layers` binds `pkg`, and `pkg.layers.f` reads layers.py
-                    self.imports.append(_Import(0, module, name, head))
+                # `import pkg.layers` binds `pkg`, and `pkg.layers.f` reads layers.py.
+                self.imports.append(_Import(0, module, name, head))
 
     def _import_from(self, node: ast.ImportFrom) -> None:
         module = node.module or ""
