@@ -50,7 +50,9 @@ def test_corpus_check_counts_fixes_on_fixtures(tmp_path):
     assert len(figures.fix.report["findings"]) < len(figures.lint.report["findings"])
     lines = corpus_check.finding_lines(figures.lint.report, tmp_path)
     first = figures.lint.report["findings"][0]
-    assert lines[0].startswith(f"{tmp_path / first['filename']}:{first['location']['row']}:{first['location']['column']} {first['code']} ")
+    assert lines[0].startswith(
+        f"{tmp_path / first['filename']}:{first['location']['row']}:{first['location']['column']} {first['code']} "
+    )
 
 
 def fake_linter(tmp_path: Path, body: str) -> list[str]:
@@ -62,13 +64,20 @@ def fake_linter(tmp_path: Path, body: str) -> list[str]:
 
 def test_corpus_check_reports_a_fix_that_does_not_compile(tmp_path, monkeypatch):
     copy = fixture_copy(tmp_path, "tip003")
-    monkeypatch.setattr(corpus_check, "COMMAND", fake_linter(tmp_path, """
+    monkeypatch.setattr(
+        corpus_check,
+        "COMMAND",
+        fake_linter(
+            tmp_path,
+            """
         import json, pathlib, sys
         if "--fix" in sys.argv:
             for path in pathlib.Path(sys.argv[-1]).rglob("*.py"):
                 path.write_text(path.read_text() + "\\ndef broken(:\\n")
         print(json.dumps({"fixed": 1, "findings": []}))
-    """))
+    """,
+        ),
+    )
     figures = corpus_check.check_copy(copy)
     assert figures.crashes == []
     assert sorted(figures.uncompilable) == sorted(figures.written) and figures.written
@@ -77,7 +86,12 @@ def test_corpus_check_reports_a_fix_that_does_not_compile(tmp_path, monkeypatch)
 
 def test_corpus_check_reports_crashes(tmp_path, monkeypatch):
     copy = fixture_copy(tmp_path, "tip003")
-    monkeypatch.setattr(corpus_check, "COMMAND", fake_linter(tmp_path, """
+    monkeypatch.setattr(
+        corpus_check,
+        "COMMAND",
+        fake_linter(
+            tmp_path,
+            """
         import json, sys
         internal = {"code": "TIP000", "filename": "corpus/a.py", "message": "internal error: KeyError: 'x'"}
         print(json.dumps({"fixed": 0, "findings": [internal]}))
@@ -85,7 +99,9 @@ def test_corpus_check_reports_crashes(tmp_path, monkeypatch):
             print("warning: corpus/b.py: not fixed, internal error while relinting it (KeyError: 'y')", file=sys.stderr)
             print("Traceback (most recent call last):", file=sys.stderr)
             sys.exit(2)
-    """))
+    """,
+        ),
+    )
     figures = corpus_check.check_copy(copy)
     assert len(figures.lint.crashes()) == 1
     assert len(figures.fix.crashes()) == 3  # the TIP000, the relint warning, the exit code with its traceback
@@ -168,13 +184,18 @@ def tiny_torchvision(tmp_path: Path) -> Path:
 def test_check_fixed_models_on_a_tiny_zoo(tmp_path, capsys):
     pytest.importorskip("torch")
     check_fixed_models = load_script("check_fixed_models")
-    failed = check_fixed_models.check_zoo("torchvision", tiny_torchvision(tmp_path), tmp_path / "scratch", 1, ["--timeout", "60"])
+    failed = check_fixed_models.check_zoo(
+        "torchvision", tiny_torchvision(tmp_path), tmp_path / "scratch", 1, ["--timeout", "60"]
+    )
     out = capsys.readouterr().out
     assert not failed
     assert "fixes applied: 2, files written: 2" in out
     assert "original 1/2, fixed 2/2" in out
     assert "ran before the fix, fail after it: 0" in out
-    assert "result changed: torchvision:raises: fed " in out and "but forward+backward raised RuntimeError: one of the variables" in out
+    assert (
+        "result changed: torchvision:raises: fed " in out
+        and "but forward+backward raised RuntimeError: one of the variables" in out
+    )
 
 
 def test_check_fixed_models_reports_a_model_the_fix_broke(tmp_path, capsys, monkeypatch):
@@ -189,7 +210,9 @@ def test_check_fixed_models_reports_a_model_the_fix_broke(tmp_path, capsys, monk
         return figures
 
     monkeypatch.setattr(check_fixed_models.corpus_check, "check_copy", breaking_fix)
-    failed = check_fixed_models.check_zoo("torchvision", tiny_torchvision(tmp_path), tmp_path / "scratch", 1, ["--timeout", "60"])
+    failed = check_fixed_models.check_zoo(
+        "torchvision", tiny_torchvision(tmp_path), tmp_path / "scratch", 1, ["--timeout", "60"]
+    )
     out = capsys.readouterr().out
     assert failed
     assert "ran before the fix, fail after it: 1" in out

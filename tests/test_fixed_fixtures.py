@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from support import every_rule
-from test_fixtures import FIXTURE_FILES, FIXTURES, _kind, fixture_root, drivers, lines_executed, load_fixture
+from test_fixtures import FIXTURE_FILES, FIXTURES, _kind, drivers, fixture_root, lines_executed, load_fixture
+
 from torchlint_inplace.api import lint_source
 
 FIXED = FIXTURES / "_fixed"
@@ -28,7 +28,18 @@ REGENERATE = "regenerate with `python tests/test_fixed_fixtures.py` and review t
 def _fix_copy(destination: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     """Copies the fixtures (without _fixed/) to `destination` and runs the fixer over the copy."""
     shutil.copytree(FIXTURES, destination, ignore=lambda folder, names: ["_fixed"] if Path(folder) == FIXTURES else [])
-    command = [sys.executable, "-m", "torchlint_inplace", "--fix", "--unsafe-fixes", "--isolated", "--format", "concise", *extra, "."]
+    command = [
+        sys.executable,
+        "-m",
+        "torchlint_inplace",
+        "--fix",
+        "--unsafe-fixes",
+        "--isolated",
+        "--format",
+        "concise",
+        *extra,
+        ".",
+    ]
     return subprocess.run(command, cwd=destination, capture_output=True, text=True, timeout=600)
 
 
@@ -61,9 +72,15 @@ def fixed_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_fixer_writes_exactly_the_committed_fixed_files(fixed_copy: Path) -> None:
     expected = _units_changed(fixed_copy)
-    committed = {path.relative_to(FIXED) for path in FIXED.rglob("*") if path.suffix == ".py" or path.name == "pyproject.toml"}
+    committed = {
+        path.relative_to(FIXED) for path in FIXED.rglob("*") if path.suffix == ".py" or path.name == "pyproject.toml"
+    }
     assert committed == expected, f"fixtures/_fixed/ is out of date; {REGENERATE}"
-    different = [str(path) for path in sorted(expected) if (fixed_copy / path).read_text(encoding="utf-8") != (FIXED / path).read_text(encoding="utf-8")]
+    different = [
+        str(path)
+        for path in sorted(expected)
+        if (fixed_copy / path).read_text(encoding="utf-8") != (FIXED / path).read_text(encoding="utf-8")
+    ]
     assert not different, f"the fixer now writes something else for {different}; {REGENERATE}"
 
 
@@ -97,21 +114,29 @@ def test_every_fixed_file_without_unfixable_hazards_lints_clean() -> None:
         codes = {f.code for f in lint_source(path.read_text(encoding="utf-8"), str(path), every_rule())}
         if codes:
             remaining[path.relative_to(FIXED).as_posix()] = sorted(codes)
-    assert remaining == {"views/view_then_mutate.py": ["TIP001", "TIP002", "TIP003"], "realworld/sigmoid_recurrence_buffer.py": ["TIP002"]}
+    assert remaining == {
+        "views/view_then_mutate.py": ["TIP001", "TIP002", "TIP003"],
+        "realworld/sigmoid_recurrence_buffer.py": ["TIP002"],
+    }
 
 
 # --- runtime: the fixed modules run; what raised or silently differed no longer does -----------
 
 
 def _remaining_lines(unit_root: Path) -> dict[str, set[int]]:
-    return {str(path): {f.line for f in lint_source(path.read_text(encoding="utf-8"), str(path), every_rule())} for path in unit_root.rglob("*.py")}
+    return {
+        str(path): {f.line for f in lint_source(path.read_text(encoding="utf-8"), str(path), every_rule())}
+        for path in unit_root.rglob("*.py")
+    }
 
 
 DRIVER_CASES = [(path, name) for path in FIXED_FILES for name in drivers(path)]
 
 
 @pytest.mark.slow  # runs the fixed fixtures under torch
-@pytest.mark.parametrize(("path", "driver"), DRIVER_CASES, ids=[f"{p.relative_to(FIXED).as_posix()}::{d}" for p, d in DRIVER_CASES])
+@pytest.mark.parametrize(
+    ("path", "driver"), DRIVER_CASES, ids=[f"{p.relative_to(FIXED).as_posix()}::{d}" for p, d in DRIVER_CASES]
+)
 def test_fixed_driver_runs_clean(path: Path, driver: str) -> None:
     """raises_ drivers must run, silent_ drivers must now agree with their out-of-place reference;
     a driver that still runs a line with an unfixable finding keeps its original label."""
@@ -119,7 +144,11 @@ def test_fixed_driver_runs_clean(path: Path, driver: str) -> None:
     from test_fixtures import run_driver
 
     root = fixture_root(path) or path
-    remaining = _remaining_lines(root) if root.is_dir() else {str(path): {f.line for f in lint_source(path.read_text(encoding="utf-8"), str(path), every_rule())}}
+    remaining = (
+        _remaining_lines(root)
+        if root.is_dir()
+        else {str(path): {f.line for f in lint_source(path.read_text(encoding="utf-8"), str(path), every_rule())}}
+    )
     function = getattr(load_fixture(path), driver)
     torch.manual_seed(0)
     with lines_executed(list(map(Path, remaining))) as executed:

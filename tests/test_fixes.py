@@ -10,14 +10,12 @@ from pathlib import Path
 from textwrap import dedent
 
 import pytest
-
-from torchlint_inplace.diagnostics import Applicability, Edit, Finding, Fix, Position, Severity, Span
-from torchlint_inplace.fixes.apply import MAX_ROUNDS, apply_edits, encode, fix_text, write_atomically
 from support import every_rule
 
 from torchlint_inplace.api import lint_source
+from torchlint_inplace.diagnostics import Applicability, Edit, Finding, Fix, Position, Severity, Span
+from torchlint_inplace.fixes.apply import MAX_ROUNDS, apply_edits, encode, fix_text, write_atomically
 from torchlint_inplace.source import decode
-
 
 PATH = "/nonexistent/m.py"  # no folder around it for the project to scan for importers
 
@@ -107,12 +105,15 @@ def test_method_used_as_a_value_rebinds_with_a_walrus() -> None:
 
 
 def test_zero_uses_the_files_torch_alias() -> None:
-    text = module("""
+    text = module(
+        """
         def f(x: torch.Tensor, w: torch.Tensor):
             h = th.sigmoid(x * th.nn.Parameter(w))
             h.zero_()
             return h
-    """, header="import torch as th\n")
+    """,
+        header="import torch as th\n",
+    )
     assert "    h = th.zeros_like(h)\n" in fix_all(text)
 
 

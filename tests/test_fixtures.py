@@ -26,7 +26,6 @@ from pathlib import Path
 from types import FrameType, ModuleType
 
 import pytest
-
 from support import every_rule
 
 from torchlint_inplace import registry
@@ -147,7 +146,9 @@ def test_findings_match_inline_expectations(path: Path) -> None:
 @pytest.mark.parametrize("path", FIXTURE_FILES, ids=_test_id)
 def test_hazard_messages_name_a_reason(path: Path) -> None:
     findings = lint_source(path.read_text(encoding="utf-8"), path, every_rule())
-    vague = [f"line {f.line} {f.code}: {f.message}" for f in findings if f.code in RULE_CODES and "line" not in f.message]
+    vague = [
+        f"line {f.line} {f.code}: {f.message}" for f in findings if f.code in RULE_CODES and "line" not in f.message
+    ]
     assert not vague, "findings that do not name the saving op's or other reader's line:\n" + "\n".join(vague)
 
 
@@ -227,7 +228,9 @@ def load_fixture(path: Path) -> ModuleType:
     project = _project_root(path)
     if project is not None:
         _enter_project(project)
-        return importlib.import_module(".".join(path.relative_to(project).with_suffix("").parts).removesuffix(".__init__"))
+        return importlib.import_module(
+            ".".join(path.relative_to(project).with_suffix("").parts).removesuffix(".__init__")
+        )
     prefix = "fixture_" + re.sub(r"\W", "_", path.parent.relative_to(FIXTURES).as_posix())
     root = _package_root(path)
     if root is None:
@@ -239,7 +242,9 @@ def load_fixture(path: Path) -> ModuleType:
         return module
     package = "fixture_pkg_" + re.sub(r"\W", "_", root.relative_to(FIXTURES).as_posix())
     if package not in sys.modules:
-        spec = importlib.util.spec_from_file_location(package, root / "__init__.py", submodule_search_locations=[str(root)])
+        spec = importlib.util.spec_from_file_location(
+            package, root / "__init__.py", submodule_search_locations=[str(root)]
+        )
         module = importlib.util.module_from_spec(spec)
         sys.modules[package] = module
         spec.loader.exec_module(module)
@@ -326,5 +331,7 @@ def test_labelled_lines_are_run_by_matching_drivers(unit: list[Path]) -> None:
         where = _test_id(Path(name))
         unrun = sorted(hazards[name] - covered["raises"][name] - covered["silent"][name])
         problems += [f"{where}:{line} `# expect:` is run by no raises_/silent_ driver" for line in unrun]
-        problems += [f"{where}:{line} `# safe:` is run by no safe_ driver" for line in sorted(safe[name] - covered["safe"][name])]
+        problems += [
+            f"{where}:{line} `# safe:` is run by no safe_ driver" for line in sorted(safe[name] - covered["safe"][name])
+        ]
     assert not problems, "\n".join(problems)

@@ -28,7 +28,8 @@ from pathlib import Path
 import hypothesmith
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from support import check_file, every_rule
 
 from torchlint_inplace.cli import main
@@ -64,7 +65,9 @@ def compiles(data: bytes) -> bool:
 def assert_checks_cleanly(path: Path) -> None:
     """check_file returns, and any TIP000 it reports is a clean per-file error, not our bug."""
     result = check_file(path, ALL_RULES, prepass=False)
-    internal = [f.message for f in result.findings if f.code == NOT_CHECKED_CODE and f.message.startswith(INTERNAL_ERROR)]
+    internal = [
+        f.message for f in result.findings if f.code == NOT_CHECKED_CODE and f.message.startswith(INTERNAL_ERROR)
+    ]
     assert not internal, f"{internal[0]}\n{result.traceback}"
     assert result.traceback is None
 
@@ -72,7 +75,23 @@ def assert_checks_cleanly(path: Path) -> None:
 def assert_fix_is_sound(path: Path) -> None:
     """The CLI exits 0 or 1 without a traceback and leaves the file as it was or compiling."""
     before = path.read_bytes()
-    run = CliRunner().invoke(main, ["--isolated", "--no-cache", "--preview", "--select", "ALL", "--jobs", "1", "--fix", "--unsafe-fixes", "--format", "concise", str(path)])
+    run = CliRunner().invoke(
+        main,
+        [
+            "--isolated",
+            "--no-cache",
+            "--preview",
+            "--select",
+            "ALL",
+            "--jobs",
+            "1",
+            "--fix",
+            "--unsafe-fixes",
+            "--format",
+            "concise",
+            str(path),
+        ],
+    )
     assert run.exception is None or isinstance(run.exception, SystemExit), repr(run.exception)
     assert run.exit_code in (0, 1), run.output
     assert "Traceback" not in run.output and "internal error" not in run.output, run.output
@@ -110,7 +129,13 @@ def swap_tokens(rng: random.Random, data: bytes) -> bytes:
     if len(tokens) < 2:
         return data
     first, second = sorted(rng.sample(tokens, 2), key=lambda match: match.start())
-    return data[: first.start()] + second.group() + data[first.end() : second.start()] + first.group() + data[second.end() :]
+    return (
+        data[: first.start()]
+        + second.group()
+        + data[first.end() : second.start()]
+        + first.group()
+        + data[second.end() :]
+    )
 
 
 def random_bytes(rng: random.Random, data: bytes) -> bytes:
@@ -137,7 +162,10 @@ def deep_nesting(rng: random.Random, data: bytes) -> bytes:
         b"y = x" + b" + x" * chain + b"\n",
         b"y = x" + b".relu()" * chain + b"\n",
         b"".join(b" " * level + b"if x:\n" for level in range(blocks)) + b" " * blocks + b"x.add_(1)\n",
-        b"def f(x):\n" + b"".join(b" " * (level + 1) + b"with torch.no_grad():\n" for level in range(blocks)) + b" " * (blocks + 1) + b"x += 1\n",
+        b"def f(x):\n"
+        + b"".join(b" " * (level + 1) + b"with torch.no_grad():\n" for level in range(blocks))
+        + b" " * (blocks + 1)
+        + b"x += 1\n",
     )
     lines = _lines(data)
     lines.insert(rng.randrange(len(lines) + 1), rng.choice(shapes))
@@ -148,7 +176,11 @@ def long_line(rng: random.Random, data: bytes) -> bytes:
     length = rng.choice((10_000, 100_000))
     # A literal of many elements is a long line and a wide tree: the tree costs seconds per
     # 10,000 elements (LibCST's visits), so the list is kept to a few thousand here.
-    shapes = (b"s = '" + b"a" * length + b"'\n", b"t = torch.tensor([" + b"1," * (length // 40) + b"])\n", b"#" + b" x" * (length // 2) + b"\n")
+    shapes = (
+        b"s = '" + b"a" * length + b"'\n",
+        b"t = torch.tensor([" + b"1," * (length // 40) + b"])\n",
+        b"#" + b" x" * (length // 2) + b"\n",
+    )
     lines = _lines(data)
     lines.insert(rng.randrange(len(lines) + 1), rng.choice(shapes))
     return b"".join(lines)
@@ -157,7 +189,9 @@ def long_line(rng: random.Random, data: bytes) -> bytes:
 def mixed_indentation(rng: random.Random, data: bytes) -> bytes:
     lines = _lines(data)
     for index in rng.sample(range(len(lines)), k=max(1, len(lines) // 4)):
-        lines[index] = re.sub(rb"^(    )+", lambda m: rng.choice((b"\t", b"  \t", b"\t    ")) * (len(m.group()) // 4), lines[index])
+        lines[index] = re.sub(
+            rb"^(    )+", lambda m: rng.choice((b"\t", b"  \t", b"\t    ")) * (len(m.group()) // 4), lines[index]
+        )
     return b"".join(lines)
 
 
@@ -194,7 +228,17 @@ def null_bytes(rng: random.Random, data: bytes) -> bytes:
 
 
 MUTATIONS: tuple[Mutation, ...] = (
-    delete_lines, swap_tokens, random_bytes, deep_nesting, long_line, mixed_indentation, crlf, bom, form_feeds, other_encoding, null_bytes,
+    delete_lines,
+    swap_tokens,
+    random_bytes,
+    deep_nesting,
+    long_line,
+    mixed_indentation,
+    crlf,
+    bom,
+    form_feeds,
+    other_encoding,
+    null_bytes,
 )
 
 
@@ -205,7 +249,11 @@ def mutated(fixture: Path, mutation: Mutation, seed: int) -> bytes:
 # --- the tests ------------------------------------------------------------------------------
 
 # Every mutation, deterministically, on fixtures that hold findings with fixes.
-DETERMINISTIC_FIXTURES = [FIXTURES / "tip001" / "saved_tensors.py", FIXTURES / "tip003" / "saved_tensors.py", FIXTURES / "views" / "view_then_mutate.py"]
+DETERMINISTIC_FIXTURES = [
+    FIXTURES / "tip001" / "saved_tensors.py",
+    FIXTURES / "tip003" / "saved_tensors.py",
+    FIXTURES / "views" / "view_then_mutate.py",
+]
 
 
 @pytest.mark.parametrize("fixture", DETERMINISTIC_FIXTURES, ids=lambda p: p.parent.name)
@@ -214,8 +262,14 @@ def test_mutated_fixture(tmp_path: Path, fixture: Path, mutation: Mutation) -> N
     assert_robust(tmp_path, mutated(fixture, mutation, seed=0))
 
 
-@given(fixture=st.sampled_from(FIXTURE_FILES), mutations=st.lists(st.sampled_from(MUTATIONS), min_size=1, max_size=3), seed=st.integers(0, 2**32))
-def test_random_mutations_of_fixtures(tmp_path_factory: pytest.TempPathFactory, fixture: Path, mutations: list[Mutation], seed: int) -> None:
+@given(
+    fixture=st.sampled_from(FIXTURE_FILES),
+    mutations=st.lists(st.sampled_from(MUTATIONS), min_size=1, max_size=3),
+    seed=st.integers(0, 2**32),
+)
+def test_random_mutations_of_fixtures(
+    tmp_path_factory: pytest.TempPathFactory, fixture: Path, mutations: list[Mutation], seed: int
+) -> None:
     rng, data = random.Random(seed), fixture.read_bytes()
     for mutation in mutations:
         data = mutation(rng, data)

@@ -1,38 +1,52 @@
 """A cheap pre-pass with Python's `ast` that proves a file cannot produce a finding, so LibCST
 never parses it (Python's parser is about 6x faster than LibCST's: 1.5 s against 9.7 s of CPU
-for timm's 126 kLOC). It skips 59% of torch's own files and 42% of timm's.
+for timm's 126 kLOC). It skips 52% of torch's own files and 27% of timm's.
 
-Soundness is argued from how `analysis.interpreter` reaches a `Mutation`; every path there goes
-through one of these, and the pre-pass keeps any file where one of them might fire:
+Its agreement with the interpreter is tested, not argued: tests/test_prepass.py runs the full
+analysis on every file it skips among the fixtures, a sample of torch's sources and a generated
+sample (tests/prepass_sample.py) that spells each write path of the interpreter in every setting
+below, and fails on any finding. What follows is how the pre-pass reasons, and why.
+
+The pre-pass keeps any file where the interpreter might reach a `Mutation`:
 
 1. `FunctionInterpreter.write` with a tensor target. Its callers are the *write sites*:
-   a method call whose name is in `inplace_methods`, a subscript store (`x[i] = v`, also as a
-   for / with / starred target), any augmented assignment, a torch in-place function
-   (`inplace_functions`), a functional with a literal `inplace` flag, an `out=` argument, and
-   a module built with `inplace=` (the write happens later, at `self.act(x)`: always kept).
+   a method call whose name is in `inplace_methods` or `inplace_view_methods`, a subscript
+   store (`x[i] = v`, also as a for / with / starred target), any augmented assignment, a torch
+   in-place function (`inplace_functions`), a functional whose `inplace` flag may be true, an
+   `out=` argument, and an inplace module: built with an `inplace` flag that may be true (by
+   keyword, position, `**{"inplace": ...}` or `.inplace = ...`), looked up with
+   `getattr(nn, name)`, or its class used as a value (`act_layer=nn.ReLU` may be called with a
+   positional flag); the write happens later, at `self.act(x)`: always kept.
    Calls into project code apply the callee's summary, whose writes come from write sites in
    the callee's file (reported there) — except writes done by an inplace activation, which the
    caller reports at its own call site, and writes inside an `autograd.Function.forward`,
    which its contract reports: see 4.
 2. `ctx.mark_dirty` in an `autograd.Function` (TIP005 without any write): kept.
-3. `.step()` after a `backward(retain_graph=...)` (TIP009): kept when both names occur.
+3. `.step()` and a `backward` in one file (TIP009): kept.
 4. Project imports: a file importing another project file (relative, or an absolute import
    that resolves under the package root exactly as `analysis.project` resolves it) is kept if
-   a file reachable through such imports (through files that define something) holds an
-   inplace-activation write site, or, for a file with an `autograd.Function` class, any
-   write site.
+   a file reachable through such imports holds an inplace-activation write site, or, for a
+   file with an `autograd.Function` class, any write site. A file that only imports is
+   followed for the names imported from it, as the interpreter follows a re-export.
 
 A write site is harmless, and does not keep its file, when one of these holds:
 
 - *Dead*: the written expression can never evaluate to a tensor. The interpreter's tensors come
-  only from a function's parameters (all of them in a summary run), calls in torch's tensor
-  namespaces with a tensor argument, torch factories, `nn.Parameter`, `self.<attr>`, and
-  expressions over those; a name holds a tensor only if something tensor-valued is assigned
-  to it in the same function (the interpreter keeps no globals and never evaluates lambdas
-  into names; a comprehension holds what its element may hold, its loop names holding what
-  their iterables may). `may_tensor` below over-approximates that, flow-insensitively, to a
-  fixpoint; containers count as tensors. Attribute chains lose tensor-ness except `.data`, `.grad`,
-  view attributes and names assigned before, exactly as `eval_attribute` does.
+  only from a function's parameters (all of them, `*args` and `**kwargs` too, in a summary run),
+  calls in torch's tensor namespaces with a tensor argument, torch factories, `nn.Parameter`,
+  torch modules and optimizers (their attributes), `self.<attr>`, module-level values (of the
+  file, or of a project file imported), and expressions over those; lists and dicts hold what
+  is put in them (displays, `append`, `d[k] = v`, seen through every name bound to them). A
+  name holds a tensor only if something tensor-valued is assigned to it in the same function
+  or at module level (the interpreter never evaluates lambdas into names; a comprehension
+  holds what its element may hold, its loop names holding what their iterables may).
+  `_TensorJudge` below over-approximates that, flow-insensitively, to a fixpoint. Attribute
+  chains lose tensor-ness except `.data`, `.grad`, view attributes, names assigned before and
+  attributes of names that may hold a tensor or an object with tensors (`m.weight`,
+  `consts.G`, `Holder.W`), as `eval_attribute` does.
+- *A Python container*: the written name is only ever bound to a list, tuple, dict or set
+  (`*args`, `**kwargs` included): storing into it or growing it writes no tensor
+  (`store_item`, `list_method`).
 - *Growing a Python object*: an augmented assignment whose operand is a list, tuple, dict or
   set display, a comprehension or a string (`layers += [block]`): the interpreter writes
   nothing there (`exec_augassign`), as a tensor would raise TypeError.
@@ -55,15 +69,21 @@ from __future__ import annotations
 
 import ast
 import builtins
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import source
 from .analysis.classes import AUTOGRAD_FUNCTION_BASES
 from .analysis.imports import _CANONICAL_PREFIXES
-from .analysis.vocabulary import GRAD_OFF as _GRAD_OFF, GRAD_ON as _GRAD_ON, NON_TENSOR_METHODS as _NON_TENSOR_METHODS, SAFE_INPLACE_PREFIXES as _SAFE_INPLACE_PREFIXES, SET_GRAD as _SET_GRAD
-from .analysis.project import _module_file, key_of
+from .analysis.project import _module_file, absolute_import_bases, key_of
 from .analysis.torch_facts import torch_facts
+from .analysis.vocabulary import GRAD_OFF as _GRAD_OFF
+from .analysis.vocabulary import GRAD_ON as _GRAD_ON
+from .analysis.vocabulary import NON_TENSOR_METHODS as _NON_TENSOR_METHODS
+from .analysis.vocabulary import SAFE_INPLACE_PREFIXES as _SAFE_INPLACE_PREFIXES
+from .analysis.vocabulary import SET_GRAD as _SET_GRAD
 
 _GRAD_ON_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in _GRAD_ON | _SET_GRAD)
 _FUNCTION_BASE_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in AUTOGRAD_FUNCTION_BASES)
@@ -71,6 +91,9 @@ _ALIASING_ATTRIBUTES = frozenset({"data", "grad"})
 _BUILTINS = frozenset(dir(builtins))
 # `analysis.syntax.never_tensor_operand` in `ast`'s terms (with string and bytes constants).
 _NOT_TENSOR_OPERANDS = (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp, ast.JoinedStr)
+# Methods that put their arguments into a list or dict (`calls.list_method`, `dict_method`).
+_CONTAINER_GROWTH = frozenset({"append", "extend", "insert", "update", "setdefault"})
+_UNKNOWN = ast.Name(id="<unknown>", ctx=ast.Load())  # a flag whose value the scan cannot see
 
 
 @dataclass(frozen=True)
@@ -99,7 +122,7 @@ class PrePass:
         facts = self._facts(Path(path), text)
         if facts.reason is not None:
             return Verdict(facts.reason, parses=facts.parses)
-        reached = self._reachable(facts.imported_files)
+        reached = self._reachable(facts.imported)
         dependencies = frozenset(key_of(other) for other in reached)
         if any(self._facts(other).activation for other in reached):
             return Verdict("imports project code with an inplace activation", dependencies)
@@ -107,21 +130,24 @@ class PrePass:
             return Verdict("autograd.Function calling project code that writes in place", dependencies)
         return Verdict(None, dependencies)
 
-    def _reachable(self, start: tuple[Path, ...]) -> list[Path]:
+    def _reachable(self, start: tuple[_ProjectImport, ...]) -> list[Path]:
         """Files whose definitions a call may run: imported files, and what those import in
-        turn when they define functions or classes (a file of re-exports only is a dead end,
-        because `analysis.project` looks names up among a file's own definitions)."""
+        turn. A file that defines functions or classes may run anything it imports; one that
+        only imports is followed for the names asked of it (`engine.imported` follows a
+        re-export to the file that defines the name), or wholly when imported as a module."""
         seen: dict[str, Path] = {}
+        asked: set[tuple[str, str]] = set()
         todo = list(start)
         while todo:
-            path = todo.pop()
-            key = key_of(path)
-            if key in seen:
+            item = todo.pop()
+            key = key_of(item.path)
+            if (key, item.name) in asked:
                 continue
-            seen[key] = path
-            facts = self._facts(path)
-            if facts.defines:
-                todo.extend(facts.imported_files)
+            asked.add((key, item.name))
+            seen.setdefault(key, item.path)
+            facts = self._facts(item.path)
+            whole = facts.defines or not item.name
+            todo.extend(other for other in facts.imported if whole or other.local == item.name)
         return list(seen.values())
 
     def _facts(self, path: Path, text: str | None = None) -> _FileFacts:
@@ -147,11 +173,11 @@ def verdict(path: str, text: str) -> Verdict:
 class _FileFacts:
     text_hash: int
     reason: str | None  # why the file itself must be analysed, imports aside
-    defines: bool  # holds functions or classes
     activation: bool  # holds an inplace-activation write site
     writes: bool  # holds any write site
     autograd_class: bool
-    imported_files: tuple[Path, ...]
+    defines: bool  # holds functions or classes
+    imported: tuple[_ProjectImport, ...]
     parses: bool = True
 
 
@@ -161,14 +187,15 @@ def _file_facts(path: Path, text: str) -> _FileFacts:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return _FileFacts(hash(text), "Python cannot parse it", False, False, False, False, (), parses=False)
     scanner = _Scanner(tree)
+    imported = _project_imports(path, scanner.imports)
     return _FileFacts(
         hash(text),
-        scanner.reason(),
-        bool(scanner.functions or scanner.classes),
+        scanner.reason({item.local for item in imported}),
         scanner.activation,
         bool(scanner.sites) or scanner.activation,
         bool(scanner.autograd_classes),
-        tuple(_project_imports(path, scanner.imports)),
+        bool(scanner.functions or scanner.classes),
+        tuple(imported),
     )
 
 
@@ -179,13 +206,14 @@ def _file_facts(path: Path, text: str) -> _FileFacts:
 class _Import:
     level: int
     module: str
-    name: str  # "" for `import a.b as c`
+    name: str
+    local: str  # the name it binds in the importing file
 
 
 def _canonical(full: str) -> str:
     for prefix, replacement in _CANONICAL_PREFIXES:
         if full.startswith(prefix):
-            tail = full[len(prefix):]
+            tail = full[len(prefix) :]
             full = replacement + (tail.rsplit(".", 1)[-1] if prefix == "torch.nn.modules." else tail)
     return full
 
@@ -199,14 +227,19 @@ def _dotted(expr: ast.expr) -> str | None:
     return None
 
 
-def _project_imports(path: Path, imports: list[_Import]) -> list[Path]:
+@dataclass(frozen=True)
+class _ProjectImport:
+    local: str  # the name the import binds
+    path: Path  # the project file it reads
+    name: str  # the name read there; "" when the file itself is imported as a module
+
+
+def _project_imports(path: Path, imports: list[_Import]) -> list[_ProjectImport]:
     """The project files these imports name, resolved as `analysis.project._imported_file` does."""
     if not imports:
         return []
     here = path.parent
-    root = here
-    while (root / "__init__.py").exists():
-        root = root.parent
+    bases = absolute_import_bases(here)
     found = []
     for item in imports:
         if item.level:
@@ -214,12 +247,12 @@ def _project_imports(path: Path, imports: list[_Import]) -> list[Path]:
             for _ in range(item.level - 1):
                 base = base.parent
             target = _module_file(base, item.module, item.name)
-        elif item.module.startswith("torch") or not item.module:
+        elif (item.module or item.name).startswith("torch"):
             continue
         else:
-            target = _module_file(root, item.module, item.name)
+            target = next(filter(None, (_module_file(base, item.module, item.name) for base in bases)), None)
         if target is not None:
-            found.append(target[0])
+            found.append(_ProjectImport(item.local, *target))
     return found
 
 
@@ -228,8 +261,13 @@ def _project_imports(path: Path, imports: list[_Import]) -> list[Path]:
 _Position = tuple[int, int]
 
 
-def _start(node: ast.AST) -> _Position:
+def _start(node: ast.expr | ast.stmt) -> _Position:
     return (node.lineno, node.col_offset)
+
+
+def _end(node: ast.expr | ast.stmt) -> _Position:
+    """Where `node` ends (Python's parser always says; a node built by hand ends where it starts)."""
+    return (node.end_lineno or node.lineno, node.end_col_offset or node.col_offset)
 
 
 @dataclass
@@ -240,6 +278,9 @@ class _Scope:
     params: list[str]
     no_grad: bool
     assignments: list[tuple[ast.expr, ast.expr]] = field(default_factory=list)
+    aliases: list[tuple[str, str]] = field(default_factory=list)  # `a = b`: (a, b)
+    containers: set[str] = field(default_factory=set)  # names only ever bound to a list, dict, ...
+    varargs: set[str] = field(default_factory=set)  # `*args`, `**kwargs`: a tuple and a dict
     tensor_names: set[str] | None = None
     param_names: set[str] | None = None
 
@@ -258,6 +299,8 @@ class _Scanner:
 
     def __init__(self, tree: ast.Module) -> None:
         self.facts = torch_facts()
+        # `calls.call_method`: a view-changing in-place method (`t_`, `unsqueeze_`) writes too.
+        self.inplace_methods = self.facts.inplace_methods.keys() | self.facts.inplace_view_methods
         self.sites: list[_Site] = []
         self.assignments: list[tuple[ast.expr, ast.expr]] = []
         self.functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
@@ -267,10 +310,16 @@ class _Scanner:
         self.grad_on_mentions: list[_Position] = []
         self.activation = False
         self.early_reason: str | None = None
+        self.global_names: set[str] = set()
+        self._growth: set[int] = set()  # the values of `items.append(...)` and the like, as assignments
+        self._iterated: set[int] = set()  # what `for` loops iterate: their targets bind its elements
         self._steps: list[ast.Call] = []
         self._backwards = False
         self._calls: list[ast.Call] = []
-        handlers = {
+        self._module_classes: list[ast.Name | ast.Attribute] = []  # mentions of an inplace module's name
+        self._type_tests: set[int] = set()  # classes only compared with (`isinstance(m, nn.ReLU)`, `t == nn.ELU`)
+        # One handler per node type: `ast.walk` gives plain `AST`s, each handler takes its type.
+        handlers: dict[type[ast.AST], Callable[[Any], None]] = {
             ast.Call: self._calls.append,
             ast.Subscript: self._subscript,
             ast.Assign: self._assign,
@@ -290,6 +339,7 @@ class _Scanner:
             ast.Attribute: self._attribute,
             ast.keyword: self._keyword,
             ast.Dict: self._dict,
+            ast.Compare: self._compare,
         }
         for node in ast.walk(tree):
             handler = handlers.get(type(node))
@@ -298,23 +348,35 @@ class _Scanner:
         # Calls are judged once every import is known: an alias may be bound below its use.
         for call in self._calls:
             self._call(call)
+        self._module_class_values({id(call.func) for call in self._calls})
         if self._steps and self._backwards:
             self.early_reason = self.early_reason or f"optimizer step and backward() at line {self._steps[0].lineno}"
-        self.autograd_classes = [node for node in self.classes if any(self._names_function_base(base) for base in node.bases)]
+        self.autograd_classes = [
+            node for node in self.classes if any(self._names_function_base(base) for base in node.bases)
+        ]
         self.defined = {node.name for node in (*self.functions, *self.classes)}
 
     # ------------------------------------------------------------------ verdict
 
-    def reason(self) -> str | None:
+    def reason(self, project_names: set[str]) -> str | None:
+        """Why the file must be analysed, if it must. `project_names` are the names its imports
+        bind to project files: a module-level value there may be a tensor."""
         if self.early_reason is not None:
             return self.early_reason
         scopes = self._scopes()
+        # A function reads a name it does not bind as the module's (`engine.global_value`): a
+        # module-level tensor, a project import (a tensor of another file, a module whose
+        # attributes are), a class of the file (`Holder.W`).
+        self.global_names = project_names | {node.name for node in self.classes}
+        self.global_names = self._names(scopes[0], params_only=False)
         for site in self.sites:
             position = _start(site.written)
             scope = max((scope for scope in scopes if scope.contains(position)), key=lambda scope: scope.body[0])
+            if isinstance(site.written, ast.Name) and site.written.id in scope.containers:
+                continue
             if not self._may_tensor(scope, site.written, params_only=False):
                 continue
-            in_function_class = any(_start(node) <= position <= (node.end_lineno, node.end_col_offset) for node in self.autograd_classes)
+            in_function_class = any(_start(node) <= position <= _end(node) for node in self.autograd_classes)
             if scope.no_grad and not in_function_class and not self._may_tensor(scope, site.written, params_only=True):
                 continue
             return f"{site.what} at line {site.written.lineno}"
@@ -324,12 +386,46 @@ class _Scanner:
         scopes = [_Scope(((0, 0), (1 << 62, 0)), [], False)]
         methods = {id(statement) for node in self.classes for statement in node.body}
         for func in self.functions:
-            body = (_start(func.body[0]), (func.end_lineno, func.end_col_offset))
-            scopes.append(_Scope(body, self._params(func, id(func) in methods), self._no_grad(func)))
+            body = (_start(func.body[0]), _end(func))
+            varargs = {arg.arg for arg in (func.args.vararg, func.args.kwarg) if arg is not None}
+            params = self._params(func, id(func) in methods)
+            scopes.append(_Scope(body, [*params, *varargs], self._no_grad(func), varargs=varargs))
         for target, value in self.assignments:
             position = _start(target)
-            max((scope for scope in scopes if scope.contains(position)), key=lambda scope: scope.body[0]).assignments.append((target, value))
+            scope = max((scope for scope in scopes if scope.contains(position)), key=lambda scope: scope.body[0])
+            scope.assignments.append((target, value))
+            if isinstance(target, ast.Name) and isinstance(value, ast.Name):
+                scope.aliases.append((target.id, value.id))
+        for scope in scopes:
+            scope.containers = self._containers(scope)
         return scopes
+
+    def _containers(self, scope: _Scope) -> set[str]:
+        """Local names bound only to list, tuple, dict or set displays, comprehensions or
+        `dict(...)`-like builtins: a write to one of them (`d["k"] = t`, `items += t`) stores
+        into or grows a Python container (`store_item`, `list_method`), whatever it holds."""
+        containers: set[str] = set(scope.varargs)
+        others: set[str] = set(scope.params) - scope.varargs
+        for target, value in scope.assignments:
+            if isinstance(target, ast.Subscript) or id(value) in self._growth:
+                continue  # a store into the container, not a binding of its name
+            bound = _bound_names(target)
+            if isinstance(target, ast.Name) and id(value) not in self._iterated and self._is_container(value):
+                containers.update(bound)
+            else:
+                others.update(bound)
+        return containers - others
+
+    def _is_container(self, value: ast.expr) -> bool:
+        if isinstance(value, (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)):
+            return True
+        func = value.func if isinstance(value, ast.Call) else None
+        return (
+            isinstance(func, ast.Name)
+            and func.id in ("list", "tuple", "dict", "set")
+            and func.id not in self.aliases
+            and func.id not in self.defined
+        )
 
     def _params(self, func: ast.FunctionDef | ast.AsyncFunctionDef, method: bool) -> list[str]:
         args = func.args
@@ -338,10 +434,13 @@ class _Scanner:
         return params[1:] if method and params and not static else params  # self / cls / ctx
 
     def _no_grad(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-        decorated = any(self._resolves_all(decorator.func if isinstance(decorator, ast.Call) else decorator, _GRAD_OFF) for decorator in func.decorator_list)
+        decorated = any(
+            self._resolves_all(decorator.func if isinstance(decorator, ast.Call) else decorator, _GRAD_OFF)
+            for decorator in func.decorator_list
+        )
         if not decorated or self._grad_on_renamed():
             return False
-        whole = (_start(func), (func.end_lineno, func.end_col_offset))
+        whole = (_start(func), _end(func))
         return not any(whole[0] <= mention <= whole[1] for mention in self.grad_on_mentions)
 
     def _grad_on_renamed(self) -> bool:
@@ -376,13 +475,19 @@ class _Scanner:
     def _aug_assign(self, node: ast.AugAssign) -> None:
         # `n += t` rebinds a non-tensor `n` to a tensor: the target takes the operand's kind.
         self.assignments.append((node.target, node.value))
-        if isinstance(node.value, _NOT_TENSOR_OPERANDS) or isinstance(node.value, ast.Constant) and isinstance(node.value.value, (str, bytes)):
+        if (
+            isinstance(node.value, _NOT_TENSOR_OPERANDS)
+            or isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, (str, bytes))
+        ):
             return  # `layers += [block]`: the interpreter writes nothing (a tensor would raise TypeError)
-        if not isinstance(node.target, ast.Subscript):  # a subscript target is an index write
-            self._site(node.target, "augmented assignment")
+        # `x[i] += v` is an index write into `x` (`_subscript`), or, when `x` is a list or a dict,
+        # writes its element `x[i]` in place.
+        self._site(node.target, "augmented assignment")
 
     def _for(self, node: ast.For | ast.AsyncFor) -> None:
         self.assignments.append((node.target, node.iter))
+        self._iterated.add(id(node.iter))
 
     def _with(self, node: ast.With | ast.AsyncWith) -> None:
         for item in node.items:
@@ -394,14 +499,15 @@ class _Scanner:
 
     def _import(self, node: ast.Import) -> None:
         for alias in node.names:
+            module, _, name = alias.name.rpartition(".")
             if alias.asname is not None:
                 self.aliases.setdefault(alias.asname, set()).add(alias.name)
-                module, _, name = alias.name.rpartition(".")
-                if module:
-                    self.imports.append(_Import(0, module, name))
+                self.imports.append(_Import(0, module, name, alias.asname))
             else:
                 head = alias.name.split(".")[0]
                 self.aliases.setdefault(head, set()).add(head)
+                # `import pkg.layers` binds `pkg`, and `pkg.layers.f` reads layers.py.
+                self.imports.append(_Import(0, module, name, head))
 
     def _import_from(self, node: ast.ImportFrom) -> None:
         module = node.module or ""
@@ -410,30 +516,60 @@ class _Scanner:
                 continue
             local = alias.asname or alias.name
             self.aliases.setdefault(local, set()).add(None if node.level else f"{module}.{alias.name}")
-            self.imports.append(_Import(node.level, module, alias.name))
+            self.imports.append(_Import(node.level, module, alias.name, local))
 
     def _name(self, node: ast.Name) -> None:
         if node.id in _GRAD_ON_NAMES:
             self.grad_on_mentions.append(_start(node))
+        if node.id in self.facts.inplace_modules:
+            self._module_classes.append(node)
 
     def _attribute(self, node: ast.Attribute) -> None:
         if node.attr in _GRAD_ON_NAMES:
             self.grad_on_mentions.append(_start(node))
+        if node.attr in self.facts.inplace_modules:
+            self._module_classes.append(node)
 
     def _keyword(self, node: ast.keyword) -> None:
         if node.arg == "inplace" and not _is_false(node.value):
             # Whoever the callee is (`act_layer(inplace=True)`, `partial(nn.ReLU, inplace=True)`),
             # construction code is interpreted: it may build an in-place module.
             self._makes_inplace(node.value, "`inplace=` argument")
-        elif node.arg in self.facts.parameter_writing_modules.values() and not (isinstance(node.value, ast.Constant) and node.value.value is None):
+        elif node.arg in self.facts.parameter_writing_modules.values() and not (
+            isinstance(node.value, ast.Constant) and node.value.value is None
+        ):
             self._makes_inplace(node.value, f"`{node.arg}=` argument")
 
-    def _dict(self, node: ast.Dict) -> None:
-        for key, value in zip(node.keys, node.values):
-            if isinstance(key, ast.Constant) and key.value == "inplace" and not _is_false(value):
-                self._makes_inplace(value, "`\"inplace\"` key")  # `act_layer(**{"inplace": True})`
+    def _compare(self, node: ast.Compare) -> None:
+        self._type_test(node.left, *node.comparators)
 
-    def _makes_inplace(self, node: ast.AST, what: str) -> None:
+    def _type_test(self, *operands: ast.expr) -> None:
+        for operand in operands:
+            self._type_tests.update(
+                id(node) for node in (operand, *(operand.elts if isinstance(operand, ast.Tuple) else ()))
+            )
+
+    def _dict(self, node: ast.Dict) -> None:
+        for key, value in zip(node.keys, node.values, strict=True):  # one key (None for `**`) per value
+            if isinstance(key, ast.Constant) and key.value == "inplace" and not _is_false(value):
+                self._makes_inplace(value, '`"inplace"` key')  # `act_layer(**{"inplace": True})`
+
+    def _module_class_values(self, called: set[int]) -> None:
+        """An inplace module's class used as a value (`act_layer=nn.ReLU`, `{"relu": nn.ReLU}`,
+        `class Act(nn.ReLU)`): whoever calls it may pass the flag positionally (`act_layer(True)`),
+        here or in a file importing this one, and the interpreter follows the class there."""
+        for node in self._module_classes:
+            if id(node) in called or id(node) in self._type_tests or not isinstance(node.ctx, ast.Load):
+                continue
+            short = node.id if isinstance(node, ast.Name) else node.attr
+            if any(
+                name is not None and name.startswith("torch.nn") and name.endswith(f".{short}")
+                for name in self.qualnames(node)
+            ):
+                self._makes_inplace(node, f"inplace module class `{short}` used as a value")
+                return
+
+    def _makes_inplace(self, node: ast.expr | ast.stmt, what: str) -> None:
         self.activation = True
         self.early_reason = self.early_reason or f"{what} at line {node.lineno}"
 
@@ -454,29 +590,40 @@ class _Scanner:
                 self._site(keyword.value, "out= argument")
         if self._resolves_all(func, _SAFE_INPLACE_PREFIXES, prefix=True):
             return  # nn.init.* / nn.utils.*: return before writing anything
-        if isinstance(func, ast.Attribute) and func.attr in facts.inplace_methods:
-            self._site(func.value, f"`.{func.attr}()`")
+        arguments = [arg.value if isinstance(arg, ast.Starred) else arg for arg in call.args] + [
+            keyword.value for keyword in call.keywords
+        ]
+        if isinstance(func, ast.Attribute):
+            if func.attr in self.inplace_methods:
+                self._site(func.value, f"`.{func.attr}()`")
+            elif func.attr in _CONTAINER_GROWTH and _container_name(func.value) is not None:
+                # `items.append(t)`, `d.update(k=t)`: the container now holds what it was given.
+                grown = ast.Tuple(elts=arguments, ctx=ast.Load())
+                self._growth.add(id(grown))
+                self.assignments.append((func.value, grown))
+        if isinstance(func, ast.Name) and func.id in ("isinstance", "issubclass") and len(call.args) == 2:
+            self._type_test(call.args[1])
+        if (
+            isinstance(func, ast.Name)
+            and func.id == "getattr"
+            and call.args
+            and self._resolves_all(call.args[0], ("torch.nn",), prefix=True)
+        ):
+            self._makes_inplace(call, "module class looked up by name")  # `getattr(nn, name)(True)`
         names = self._short_names(func)
         if not names:
             return
-        arguments = [arg.value if isinstance(arg, ast.Starred) else arg for arg in call.args] + [keyword.value for keyword in call.keywords]
         if not names.isdisjoint(facts.inplace_functions):
             for argument in arguments:
                 self._site(argument, "in-place torch function", activation=True)
-        inplace = next((keyword.value for keyword in call.keywords if keyword.arg == "inplace"), None)
-        positional = [arg for arg in call.args if not isinstance(arg, ast.Starred)]
         for short in names.intersection(facts.inplace_kwarg_functionals):
-            index = facts.inplace_kwarg_functionals[short]
-            if _is_true(inplace if inplace is not None else (positional[index] if index < len(positional) else None)):
+            if _may_be_true(_flag(call, facts.inplace_kwarg_functionals[short])):
                 for argument in arguments:
-                    self._site(argument, "inplace=True functional", activation=True)
+                    self._site(argument, "inplace functional", activation=True)
         for short in names.intersection(facts.inplace_modules):
-            index = facts.inplace_modules[short]
-            flag = inplace if inplace is not None else (positional[index] if index < len(positional) else None)
-            if flag is not None and not _is_false(flag):
+            if _may_be_true(_flag(call, facts.inplace_modules[short])):
                 # The write happens wherever the module is called: keep the file.
-                self.activation = True
-                self.early_reason = self.early_reason or f"inplace module `{short}` at line {call.lineno}"
+                self._makes_inplace(call, f"inplace module `{short}`")
 
     # ------------------------------------------------------------------ names
 
@@ -491,7 +638,7 @@ class _Scanner:
             return {None}
         return {None if target is None else _canonical(f"{target}.{rest}" if rest else target) for target in targets}
 
-    def _resolves_all(self, expr: ast.expr, names, prefix: bool = False) -> bool:
+    def _resolves_all(self, expr: ast.expr, names: Collection[str], prefix: bool = False) -> bool:
         qualnames = self.qualnames(expr)
         if prefix:
             return all(name is not None and name.startswith(tuple(names)) for name in qualnames)
@@ -508,8 +655,10 @@ class _Scanner:
 
     def _names_function_base(self, base: ast.expr) -> bool:
         text = _dotted(base)
-        return text is not None and text.rsplit(".", 1)[-1] in _FUNCTION_BASE_NAMES or any(
-            name in AUTOGRAD_FUNCTION_BASES for name in self.qualnames(base)
+        return (
+            text is not None
+            and text.rsplit(".", 1)[-1] in _FUNCTION_BASE_NAMES
+            or any(name in AUTOGRAD_FUNCTION_BASES for name in self.qualnames(base))
         )
 
     # ------------------------------------------------------------------ tensor-ness
@@ -523,7 +672,7 @@ class _Scanner:
         cached = scope.param_names if params_only else scope.tensor_names
         if cached is not None:
             return cached
-        names = set(scope.params)
+        names = set(scope.params) if params_only else set(scope.params) | self.global_names
         judge = _TensorJudge(self, names, params_only)
         changed = True
         while changed:
@@ -532,6 +681,12 @@ class _Scanner:
                 bound = [name for name in _bound_names(target) if name not in names]
                 if bound and judge.judge(value):
                     names.update(bound)
+                    changed = True
+            # A container grown with a tensor (`items.append(t)`, `d[k] = t`) is seen grown
+            # through every name bound to it (`rebind_container`): `b = a; b.append(t)`.
+            for alias, container in scope.aliases:
+                if alias in names and container not in names:
+                    names.add(container)
                     changed = True
         if params_only:
             scope.param_names = names
@@ -576,8 +731,10 @@ class _TensorJudge:
             return not self.params_only and self.judge(expr.operand)
         if isinstance(expr, ast.Subscript):
             return self.judge(expr.value)
-        if isinstance(expr, (ast.Tuple, ast.List)):
+        if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
             return any(self.judge(element) for element in expr.elts)
+        if isinstance(expr, ast.Dict):
+            return any(self.judge(value) for value in expr.values)
         if isinstance(expr, ast.Starred):
             return self.judge(expr.value)
         if isinstance(expr, ast.IfExp):
@@ -587,11 +744,15 @@ class _TensorJudge:
         if isinstance(expr, ast.NamedExpr):
             return self.judge(expr.value)
         if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
-            return self._comprehension(expr)
-        return False  # constants, dicts, lambdas, f-strings, await
+            return self._comprehension(expr.generators, expr.elt)
+        if isinstance(expr, ast.DictComp):
+            return self._comprehension(expr.generators, expr.value)
+        return False  # constants, lambdas, f-strings, await
 
     def _call(self, call: ast.Call) -> bool:
-        arguments = [arg.value if isinstance(arg, ast.Starred) else arg for arg in call.args] + [keyword.value for keyword in call.keywords]
+        arguments = [arg.value if isinstance(arg, ast.Starred) else arg for arg in call.args] + [
+            keyword.value for keyword in call.keywords
+        ]
         if any(map(self.judge, arguments)):
             return True
         func = call.func
@@ -604,29 +765,36 @@ class _TensorJudge:
                 return True  # a tensor's method (a view, a result), or a name holding one
         if self.params_only:
             return False  # a call's result aliases no parameter but through a tensor method
-        if isinstance(func, ast.Name) and func.id in _BUILTINS and func.id not in self.scanner.aliases and func.id not in self.scanner.defined:
+        if (
+            isinstance(func, ast.Name)
+            and func.id in _BUILTINS
+            and func.id not in self.scanner.aliases
+            and func.id not in self.scanner.defined
+        ):
             return False  # `range(3)`, `len(x)`: a builtin makes a tensor only from tensor arguments
         # Project code is run with what it is given: a function or method may return a tensor
         # it made itself (`self.mask()` returning `torch.ones(...)`); torch's own calls without
         # tensor arguments make tensors only as factories (above).
         return not all(name is not None and name.startswith("torch.") for name in self.scanner.qualnames(func))
 
-    def _comprehension(self, expr: ast.ListComp | ast.GeneratorExp | ast.SetComp) -> bool:
+    def _comprehension(self, generators: list[ast.comprehension], element: ast.expr) -> bool:
         """`eval_comprehension`: a list of its element, evaluated once with each loop's names
         holding what its iterable may hold (`[t for t in dtypes() if ...]` holds no tensor)."""
         names = set(self.names)
-        for generator in expr.generators:
+        for generator in generators:
             if _TensorJudge(self.scanner, names, self.params_only).judge(generator.iter):
                 names.update(_bound_names(generator.target))
-        return _TensorJudge(self.scanner, names, self.params_only).judge(expr.elt)
+        return _TensorJudge(self.scanner, names, self.params_only).judge(element)
 
     def _makes_tensor_from_nothing(self, qualname: str | None) -> bool:
-        """`call_torch` without tensor arguments: only `torch.*` factories and `nn.Parameter`
-        make a tensor (`torch.testing...dtypes()` and the like make none)."""
+        """`call_torch` without tensor arguments: only `torch.*` factories, `nn.Parameter` and
+        modules make a tensor (`torch.testing...dtypes()` and the like make none)."""
         if qualname is None or not qualname.startswith("torch."):
             return False
         namespace, _, short = qualname.rpartition(".")
-        return qualname == "torch.nn.Parameter" or (namespace == "torch" and self.scanner.facts.is_factory(short))
+        if namespace.startswith(("torch.nn", "torch.optim")) and short[:1].isupper():
+            return True  # a module or an optimizer: its attributes hold tensors (`m.weight`)
+        return namespace == "torch" and self.scanner.facts.is_factory(short)
 
 
 def _root_name(expr: ast.expr) -> str | None:
@@ -636,16 +804,44 @@ def _root_name(expr: ast.expr) -> str | None:
 
 
 def _bound_names(target: ast.expr) -> list[str]:
+    """The names an assignment to `target` may make hold a tensor: its names, and the
+    container an item is stored into (`d["k"] = t`, `items[0] = t`)."""
     if isinstance(target, (ast.Tuple, ast.List)):
         return [name for element in target.elts for name in _bound_names(element)]
     if isinstance(target, ast.Starred):
         return _bound_names(target.value)
+    if isinstance(target, ast.Subscript):
+        container = _container_name(target.value)
+        return [container] if container is not None else []
     text = _dotted(target)
     return [text] if text is not None else []
 
 
-def _is_true(expr: ast.expr | None) -> bool:
-    return isinstance(expr, ast.Constant) and expr.value is True
+def _flag(call: ast.Call, index: int) -> ast.expr | None:
+    """The `inplace` argument of a call whose flag is its `index`-th positional parameter: its
+    expression, `_UNKNOWN` where starred arguments or `**` may pass it, None where it is not."""
+    keyword = next((keyword.value for keyword in call.keywords if keyword.arg == "inplace"), None)
+    if keyword is not None:
+        return keyword
+    for position, argument in enumerate(call.args):
+        if isinstance(argument, ast.Starred):
+            return _UNKNOWN  # `nn.ReLU(*args)`: any later slot may be the flag
+        if position == index:
+            return argument
+    return _UNKNOWN if any(keyword.arg is None for keyword in call.keywords) else None
+
+
+def _may_be_true(flag: ast.expr | None) -> bool:
+    """Whether the interpreter may find a flag true: anything but an absent or literal False one."""
+    return flag is not None and not _is_false(flag)
+
+
+def _container_name(expr: ast.expr) -> str | None:
+    """The local name a store into `expr` grows (`d` of `d["k"]`, `d["k"]["j"]`): the
+    interpreter tracks the lists and dicts of plain names only (`store_item`)."""
+    while isinstance(expr, ast.Subscript):
+        expr = expr.value
+    return expr.id if isinstance(expr, ast.Name) else None
 
 
 def _is_false(expr: ast.expr | None) -> bool:

@@ -32,7 +32,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from ..analysis.hazards import RAISES_NOW_LEAF
-from ..analysis.model import FileAnalysis, Form, Mutation
+from ..analysis.model import FileAnalysis, Mutation
 from ..analysis.torch_facts import torch_facts
 from ..diagnostics import Applicability, Edit, Fix, Span
 from .source_index import SourceIndex, descendants, index_of, rebindable, written_expression
@@ -85,7 +85,9 @@ def _leaf(build: Build) -> Builder:
 
 
 def _no_grad(mutation: Mutation, index: SourceIndex) -> Fix | None:
-    statement = mutation.node if isinstance(mutation.node, cst.BaseSmallStatement) else index.statement_of(mutation.node)
+    statement = (
+        mutation.node if isinstance(mutation.node, cst.BaseSmallStatement) else index.statement_of(mutation.node)
+    )
     line = index.parent(statement) if statement is not None else None
     if index.torch is None or not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
         return None
@@ -108,10 +110,18 @@ def method_call(mutation: Mutation, index: SourceIndex) -> Fix | None:
     if replacement is None:
         return None
     if index.statement_of(call) is not None:
-        return _fix(f"Rewrite as `{receiver} = {replacement}`", [index.replace(call, f"{receiver} = {replacement}")], _applicability(mutation))
+        return _fix(
+            f"Rewrite as `{receiver} = {replacement}`",
+            [index.replace(call, f"{receiver} = {replacement}")],
+            _applicability(mutation),
+        )
     if not isinstance(call.func.value, cst.Name):
         return None
-    return _fix(f"Rewrite as `({receiver} := {replacement})`", [index.replace(call, f"({receiver} := {replacement})")], _applicability(mutation))
+    return _fix(
+        f"Rewrite as `({receiver} := {replacement})`",
+        [index.replace(call, f"({receiver} := {replacement})")],
+        _applicability(mutation),
+    )
 
 
 def _out_of_place(call: cst.Call, receiver: str, method: str, index: SourceIndex) -> str | None:
@@ -154,7 +164,11 @@ def index_assignment(mutation: Mutation, index: SourceIndex) -> Fix | None:
     if base is None or not rebindable(base) or _saved_by_own_value(mutation, index):
         return None
     name = index.code(base)
-    return _fix(f"Clone `{name}` before writing into it", [index.insert_before(mutation.node, f"{name} = {name}.clone()")], _applicability(mutation))
+    return _fix(
+        f"Clone `{name}` before writing into it",
+        [index.insert_before(mutation.node, f"{name} = {name}.clone()")],
+        _applicability(mutation),
+    )
 
 
 def _saved_by_own_value(mutation: Mutation, index: SourceIndex) -> bool:
@@ -203,7 +217,11 @@ def inplace_activation(mutation: Mutation, index: SourceIndex) -> Fix | None:
     (usually the point), and other call sites of a shared module change too."""
     if mutation.flag is not None:
         # The literal `inplace=True` (or `m.inplace = True`) the module was built with.
-        return _fix(f"Build {_built_thing(mutation.flag, index)} with `inplace=False`", [index.replace(mutation.flag, "False")], _UNSAFE)
+        return _fix(
+            f"Build {_built_thing(mutation.flag, index)} with `inplace=False`",
+            [index.replace(mutation.flag, "False")],
+            _UNSAFE,
+        )
     call = mutation.node
     if not isinstance(call, cst.Call):
         return None
@@ -242,7 +260,11 @@ def _switch_off(call: cst.Call, position: int, index: SourceIndex, drop: bool) -
 
 def _module_constructor(call: cst.Call, index: SourceIndex) -> Fix | None:
     """`self.act(x)` -> `inplace=False` where `__init__` builds `self.act`."""
-    if not (isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name) and call.func.value.value == "self"):
+    if not (
+        isinstance(call.func, cst.Attribute)
+        and isinstance(call.func.value, cst.Name)
+        and call.func.value.value == "self"
+    ):
         return None
     cls = index.ancestor(call, cst.ClassDef)
     if not isinstance(cls, cst.ClassDef):
@@ -263,7 +285,12 @@ def _self_assignments(cls: cst.ClassDef, attribute: str) -> list[cst.Assign]:
     for assign in descendants(cls, cst.Assign):
         for target in assign.targets:
             expr = target.target
-            if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self" and expr.attr.value == attribute:
+            if (
+                isinstance(expr, cst.Attribute)
+                and isinstance(expr.value, cst.Name)
+                and expr.value.value == "self"
+                and expr.attr.value == attribute
+            ):
                 found.append(assign)
     return found
 
@@ -283,7 +310,10 @@ def _function_and_parameter(node: cst.CSTNode, index: SourceIndex) -> tuple[cst.
     function = index.ancestor(node, cst.FunctionDef)
     if not isinstance(written, cst.Name) or not isinstance(function, cst.FunctionDef):
         return None
-    parameters = {param.name.value for param in (*function.params.posonly_params, *function.params.params, *function.params.kwonly_params)}
+    parameters = {
+        param.name.value
+        for param in (*function.params.posonly_params, *function.params.params, *function.params.kwonly_params)
+    }
     return (function, written.value) if written.value in parameters else None
 
 
@@ -307,7 +337,11 @@ def argument_write(mutation: Mutation, index: SourceIndex) -> Fix | None:
     if found is None:
         return None
     function, name = found
-    return _fix(f"Clone `{name}` on entry to `{function.name.value}`", [_prologue(function, f"{name} = {name}.clone()", index)], _UNSAFE)
+    return _fix(
+        f"Clone `{name}` on entry to `{function.name.value}`",
+        [_prologue(function, f"{name} = {name}.clone()", index)],
+        _UNSAFE,
+    )
 
 
 @_leaf
@@ -328,7 +362,11 @@ def autograd_function(mutation: Mutation, index: SourceIndex) -> Fix | None:
     edits: list[Edit | None] = [index.insert_before(statement, f"{name} = {name}.clone()")]
     after = index.span(statement).end
     for call in descendants(function, cst.Call):
-        if _marks_dirty(call, name) and index.span(call).start > after and (marked := index.statement_of(call)) is not None:
+        if (
+            _marks_dirty(call, name)
+            and index.span(call).start > after
+            and (marked := index.statement_of(call)) is not None
+        ):
             edits.append(index.delete(marked))
     return _fix(f"Write into a clone of `{name}`", edits, _UNSAFE)
 
