@@ -45,7 +45,7 @@ def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a.device != b.device or storage_key(a) != storage_key(b) or storage_key(a) is None:
         return False
     if a.element_size() != b.element_size():  # a reinterpreting view: compare bytes, coarsely
-        return _bytes(a)[0] < _bytes(b)[1] and _bytes(b)[0] < _bytes(a)[1]
+        return byte_span(a)[0] < byte_span(b)[1] and byte_span(b)[0] < byte_span(a)[1]
     (a_low, a_high), (b_low, b_high) = _span(a), _span(b)
     if a_low >= b_high or b_low >= a_high:
         return False
@@ -57,7 +57,8 @@ def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
         return bool(torch.isin(_offsets(a), _offsets(b)).any())
 
 
-def _bytes(tensor: torch.Tensor) -> tuple[int, int]:
+def byte_span(tensor: torch.Tensor) -> tuple[int, int]:
+    """First and one-past-last byte the tensor touches in its storage."""
     low, high = _span(tensor)
     return low * tensor.element_size(), high * tensor.element_size()
 

@@ -1,9 +1,12 @@
 """Silent corruption the tracer sees while the code runs: writes that raise nothing but change what
 another reader gets. The tracer calls `on_write` for every in-place op and, while a caller is
-watched, `on_read` with the tensors every op reads.
+watched, `on_read` with the tensors every op reads (for a view op, the view it returns: the
+elements it exposes, not the whole tensor it was taken from).
 
 - `caller-reads-written` (callers.py): a callee writes a tensor its caller holds under another
-  name, and the caller reads that name again.
+  name, and the caller reads that name again, or returns it.
+- `state-read-again` (kept.py): a method hands a tensor its object keeps (`self.data[index]`) to a
+  callee that writes it, and a later call reads that attribute of the object again.
 - `overlapping-operand`: an in-place op reads an operand that overlaps its target without being
   the same view (`x -= x[:, :1]`): the values depend on the order elements are written. Torch
   refuses most such ops itself; broadcast operands slip through.

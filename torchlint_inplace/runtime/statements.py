@@ -116,18 +116,21 @@ def bound_targets(statement: Statement) -> frozenset[str]:
         for element in ast.walk(target):
             if isinstance(element, ast.Name) and isinstance(element.ctx, ast.Store):
                 names.add(element.id)
-            elif isinstance(element, ast.Subscript) and isinstance(element.ctx, ast.Store) and (text := target_text(element)):
+            elif isinstance(element, (ast.Subscript, ast.Attribute)) and isinstance(element.ctx, ast.Store) and (text := target_text(element)):
                 names.add(text)
     names |= {node.target.id for node in ast.walk(statement.node) if isinstance(node, ast.NamedExpr)}
     return frozenset(names)
 
 
 def target_text(node: ast.AST) -> str | None:
-    """`x`, or `batch['obs']` for a constant key of a name: the aliases the tracer tracks."""
+    """`x`, `batch['obs']` for a constant key of a name, or `self.data` for an attribute of one:
+    the aliases the tracer tracks."""
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and isinstance(node.slice, ast.Constant):
         return f"{node.value.id}[{node.slice.value!r}]"
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"
     return None
 
 
@@ -296,11 +299,12 @@ def node_at(statement: Statement, span: Span | None) -> ast.AST | None:
 
 @lru_cache(maxsize=4096)
 def aliases_in(node: ast.AST, after: Span | None = None) -> frozenset[str]:
-    """The aliases (`x`, `batch['obs']`, see `target_text`) the expression loads; with `after`,
-    only those past that position, which Python evaluates after it (`f(x) + x`: the second `x`)."""
+    """The aliases (`x`, `batch['obs']`, `self.data`, see `target_text`) the expression loads; with
+    `after`, only those past that position, which Python evaluates after it (`f(x) + x`: the
+    second `x`)."""
     found = set()
     for element in ast.walk(node):
-        if isinstance(element, (ast.Name, ast.Subscript)) and isinstance(element.ctx, ast.Load):
+        if isinstance(element, (ast.Name, ast.Subscript, ast.Attribute)) and isinstance(element.ctx, ast.Load):
             if after is not None and _span(element)[:2] < after[2:]:
                 continue
             if (text := target_text(element)) is not None:

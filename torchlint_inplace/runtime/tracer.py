@@ -45,6 +45,7 @@ _SWEEP_EVERY = 4096
 # Schema facts of each op (the arguments it writes, those it reads), shared by every tracer.
 _write_args: dict[Any, tuple[tuple[int, str], ...]] = {}
 _read_args: dict[Any, tuple[tuple[int, str], ...]] = {}
+_views: dict[Any, bool] = {}
 
 
 class _Saved:
@@ -95,15 +96,19 @@ class _WriteWatch(TorchDispatchMode):
             self.pending.clear()
         tracer = self.tracer
         written = tracer.written_arguments(func)
-        if written or tracer.silent.waiting:
+        waiting = tracer.silent.waiting
+        viewing = waiting and not written and tracer.is_view(func)  # what a view reads is what it returns
+        if written or (waiting and not viewing):
             read = list(_values(args, kwargs, tracer.read_arguments(func)))
-            if tracer.silent.waiting:
+            if waiting:
                 tracer.silent.on_read(read, sys._getframe(1))
             if written:
                 tracer.on_write(name, list(_values(args, kwargs, written)), read)
         out = func(*args, **kwargs)
         self.last_op = name
         self.last_outputs = out if isinstance(out, (tuple, list)) else (out,)
+        if viewing:
+            tracer.silent.on_read([item for item in self.last_outputs if isinstance(item, torch.Tensor)], sys._getframe(1))
         if func.overloadpacket in _MULTI_VIEW_OPS:
             tracer.views_made(self.last_outputs)
         return out
@@ -167,6 +172,14 @@ class Tracer(contextlib.ContextDecorator):
                 if argument.alias_info is not None and argument.alias_info.is_write
             )
         return written
+
+    @staticmethod
+    def is_view(func) -> bool:
+        """Whether the op returns a view of an argument (`select`, `view`, `transpose`, ...)."""
+        view = _views.get(func)
+        if view is None:
+            view = _views[func] = any(result.alias_info is not None and not result.alias_info.is_write for result in func._schema.returns)
+        return view
 
     @staticmethod
     def read_arguments(func) -> tuple[tuple[int, str], ...]:
