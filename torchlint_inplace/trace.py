@@ -12,6 +12,10 @@ import argparse
 import sys
 import types
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .runtime.tracer import Tracer
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -39,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 class _CallableModule(types.ModuleType):
-    def __call__(self, fail_fast: bool = False):
+    def __call__(self, fail_fast: bool = False) -> Tracer:
         from .runtime import trace
 
         return trace(fail_fast=fail_fast)

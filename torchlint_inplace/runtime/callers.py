@@ -41,6 +41,7 @@ from .report import Related, SilentReport, TensorInfo, tensor_info
 from .sites import Site, frame_site, outward, user_frames
 from .statements import (
     Span,
+    Variables,
     aliases_in,
     bound_targets,
     evaluate,
@@ -146,7 +147,7 @@ class CallerWatches:
             )
             self._add(key, watch, start)
             if vouched and key is not None:
-                self.kept.keep(key, watch.holder, stale, target, site, built, callee, rule)
+                self.kept.keep(key, watch.holder, watch.stale, target, site, built, callee, rule)
 
     @staticmethod
     def _holders(frame: FrameType, via: str | None, start: FrameType, by_name: bool) -> list[tuple[FrameType, FrameType | None, bool]]:
@@ -213,8 +214,8 @@ class CallerWatches:
         if not (watch.vouched or _returned_written(watch)):
             return True  # the callee only wrote it: the caller asked for the result
         statement = statement_at(holder.f_code.co_filename, holder.f_lineno)
-        node = node_at(statement, instruction_span(holder.f_code, holder.f_lasti)) if statement else None
-        if node is None:
+        node = node_at(statement, instruction_span(holder.f_code, holder.f_lasti)) if statement is not None else None
+        if statement is None or node is None:
             return False
         again = holder.f_lasti == watch.lasti  # the same call made anew (a loop): its arguments are later reads
         after = watch.call if statement.first_line == watch.statement and not again else None
@@ -283,7 +284,7 @@ def _holds(value: object, tensor: torch.Tensor) -> bool:
     return False
 
 
-def _aliases(local: dict, target: torch.Tensor) -> set[str]:
+def _aliases(local: Variables, target: torch.Tensor) -> set[str]:
     """The aliases in a frame of a tensor sharing `target`'s elements: a name, a dict's constant
     key (`batch['obs']`), or the name of a dict, list or tuple holding it under another key."""
     found = set()

@@ -31,6 +31,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -46,7 +47,7 @@ PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
 REAP_S = 5.0
 
 
-def _child(request: dict, device: str, result_fd: int, output_fd: int) -> None:
+def _child(request: dict[str, Any], device: str, result_fd: int, output_fd: int) -> None:
     """Runs in the forked child; never returns."""
     try:
         os.setpgid(0, 0)
@@ -136,7 +137,7 @@ def _end_leftovers() -> None:
                 pass
 
 
-def supervise(request: dict, device: str) -> dict[int, str]:
+def supervise(request: dict[str, Any], device: str) -> dict[int, str]:
     """Forks the child for one file on one device and collects its statuses."""
     result_r, result_w = os.pipe()
     output_r, output_w = os.pipe()

@@ -18,6 +18,7 @@ import itertools
 import textwrap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -37,6 +38,11 @@ TARGET_FUNCTIONS = frozenset({"cross_entropy", "nll_loss", "one_hot", "gather", 
 MASK_WORDS = ("mask", "pad", "keep", "drop", "valid", "ignore", "visited")
 INDEX_WORDS = ("target", "label", "idx", "index", "indices", "ids", "token", "class")
 
+# Positional and keyword arguments of a constructor call, and any function the probe calls.
+Args = tuple[object, ...]
+Kwargs = dict[str, object]
+Function = Callable[..., Any]
+
 
 class NotRun(Exception):
     """A class could not be built or fed; the message is the reason shown to the user."""
@@ -46,25 +52,25 @@ class NotRun(Exception):
 class Spec:
     """One class's entry of `[tool.torchlint-inplace.confirm]`."""
 
-    args: tuple = ()
+    args: Args = ()
     kwargs: tuple[tuple[str, object], ...] = ()
     inputs: str | None = None  # a Python expression (torch and the module's names in scope)
 
 
-def spec_from_json(data: dict) -> Spec:
+def spec_from_json(data: dict[str, Any]) -> Spec:
     return Spec(tuple(data.get("args", ())), tuple(sorted(data.get("kwargs", {}).items())), data.get("inputs"))
 
 
 # ---------------------------------------------------------------- constructors
 
 
-def required_parameters(function: Callable, skip: int) -> list[inspect.Parameter]:
+def required_parameters(function: Function, skip: int) -> list[inspect.Parameter]:
     parameters = list(inspect.signature(function).parameters.values())[skip:]
     positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     return [p for p in parameters if p.default is p.empty and p.kind in positional]
 
 
-def constructor_variants(cls: type, spec: Spec | None) -> list[tuple[tuple, dict]]:
+def constructor_variants(cls: type[object], spec: Spec | None) -> list[tuple[Args, Kwargs]]:
     """The arguments to build `cls` with: the configured or default ones first, then the same
     with one boolean option flipped each (`squash=True`, `exclude_bn0=True`): code that only runs
     on a branch a flag selects is reached only so."""
@@ -87,11 +93,11 @@ def constructor_variants(cls: type, spec: Spec | None) -> list[tuple[tuple, dict
     return variants[:MAX_VARIANTS]
 
 
-def constructor_arguments(cls: type, spec: Spec | None) -> tuple[tuple, dict]:
+def constructor_arguments(cls: type[object], spec: Spec | None) -> tuple[Args, Kwargs]:
     if spec is not None and (spec.args or spec.kwargs):
         return spec.args, dict(spec.kwargs)
-    args: list = []
-    kwargs: dict = {}
+    args: list[object] = []
+    kwargs: Kwargs = {}
     for parameter in required_parameters(cls.__init__, skip=1):
         annotation = int if parameter.annotation is parameter.empty else parameter.annotation
         if annotation not in CONSTRUCTOR_DEFAULTS:
@@ -107,7 +113,7 @@ def _spelling(annotation: object) -> str:
     return getattr(annotation, "__name__", None) or str(annotation)
 
 
-def call_text(cls: type, args: tuple, kwargs: dict) -> str:
+def call_text(cls: Function, args: Args, kwargs: Kwargs) -> str:
     return f"{cls.__name__}({', '.join([*map(repr, args), *(f'{k}={v!r}' for k, v in kwargs.items())])})"
 
 
@@ -123,7 +129,7 @@ class Slot:
     value: object = None
 
 
-def _uses(function: Callable) -> tuple[set[str], set[str]]:
+def _uses(function: Function) -> tuple[set[str], set[str]]:
     """Names used as masks and as class indices in the function's own source."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
@@ -158,7 +164,7 @@ def _uses(function: Callable) -> tuple[set[str], set[str]]:
     return masks, indices
 
 
-def slots(function: Callable, skip: int) -> list[Slot]:
+def slots(function: Function, skip: int) -> list[Slot]:
     masks, indices = _uses(function)
     result = []
     for parameter in required_parameters(function, skip):
@@ -248,7 +254,9 @@ class Layout:
         for position, (slot, shape) in enumerate(zip(self.slots, self.shapes)):
             if slot.kind == "value":
                 values.append(slot.value)
-            elif slot.kind == "mask":
+                continue
+            assert shape is not None, "`layouts` gives every tensor-like slot a shape"
+            if slot.kind == "mask":
                 values.append(torch.rand(shape, device=device) > 0.5)
             elif slot.kind == "index":
                 values.append(torch.randint(0, SMALL_INT, shape, device=device))

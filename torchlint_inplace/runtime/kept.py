@@ -169,8 +169,10 @@ class KeptWatches:
         if not watch.covers(byte_span(tensor)):
             return False  # other elements of what the object keeps
         reader = next((frame for frame in frames if not is_internal(frame)), None)
-        statement = statement_at(reader.f_code.co_filename, reader.f_lineno) if reader is not None else None
-        node = node_at(statement, instruction_span(reader.f_code, reader.f_lasti)) if reader is not None and statement else None
+        if reader is None:
+            return False
+        statement = statement_at(reader.f_code.co_filename, reader.f_lineno)
+        node = node_at(statement, instruction_span(reader.f_code, reader.f_lasti)) if statement is not None else None
         for element in ast.walk(node) if node is not None else ():
             if not (isinstance(element, ast.Attribute) and isinstance(element.ctx, ast.Load) and element.attr in watch.attributes):
                 continue

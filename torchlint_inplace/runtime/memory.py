@@ -19,22 +19,23 @@ _ENUMERATE_LIMIT = 1 << 20
 def storage_key(tensor: torch.Tensor) -> int | None:
     """Identity of the storage (not the tensor): every view of a base maps to the same key."""
     try:
-        return tensor.untyped_storage()._cdata
+        key: int = tensor.untyped_storage()._cdata
     except (RuntimeError, NotImplementedError, TypeError):  # no storage (sparse, nested, functional, meta wrappers)
         return None
+    return key
 
 
 def _span(tensor: torch.Tensor) -> tuple[int, int]:
     """First and one-past-last element offset the tensor touches in its storage (torch has no
     negative strides, so the first is the storage offset)."""
-    start = tensor.storage_offset()
+    start = int(tensor.storage_offset())  # a plain int outside symbolic tracing
     if tensor.numel() == 0:
         return start, start
     return start, start + sum((size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride())) + 1
 
 
 def _offsets(tensor: torch.Tensor) -> torch.Tensor:
-    offsets = torch.full((), tensor.storage_offset(), dtype=torch.long)
+    offsets = torch.full((), int(tensor.storage_offset()), dtype=torch.long)
     for size, stride in zip(tensor.shape, tensor.stride()):
         offsets = offsets.unsqueeze(-1) + torch.arange(size, dtype=torch.long) * stride
     return offsets.reshape(-1)

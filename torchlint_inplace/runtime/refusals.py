@@ -17,7 +17,7 @@ import ast
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import FrameType, TracebackType
+from types import CodeType, FrameType, TracebackType
 from typing import NamedTuple
 
 import torch
@@ -327,8 +327,8 @@ def _function_cause(function_class: type, key: str) -> Related | None:
     as is) that made its output a view."""
     forward = getattr(function_class, "forward", None)
     code = getattr(forward, "__code__", None)
-    node = function_at(code.co_filename, code.co_firstlineno) if code else None
-    if node is None:
+    node = function_at(code.co_filename, code.co_firstlineno) if isinstance(code, CodeType) else None
+    if node is None or not isinstance(code, CodeType):
         return None
     inputs = {argument.arg for argument in node.args.args[1:]}
     name = function_class.__qualname__
@@ -358,7 +358,7 @@ def _writes_one_of(statement: ast.stmt, names: set[str]) -> bool:
     return any(isinstance(form.target, ast.Name) and form.target.id in names for form in inplace_forms(Statement(statement, None)))
 
 
-def _site(code, statement: ast.stmt, function: str) -> Site:
+def _site(code: CodeType, statement: ast.stmt, function: str) -> Site:
     return Site(code.co_filename, statement.lineno, f"{function}.forward", code.co_varnames[: code.co_argcount], None)
 
 

@@ -47,7 +47,7 @@ class SilentWatch:
     """Collects the reports, in the order first seen (`reports`)."""
 
     def __init__(self) -> None:
-        self.reports: dict[tuple, SilentReport] = {}
+        self.reports: dict[tuple[object, ...], SilentReport] = {}
         self.callers = CallerWatches(self.add)
 
     @property
@@ -154,7 +154,7 @@ class SilentWatch:
         hooks = [*torch.nn.modules.module._global_forward_hooks.values(), *module._forward_hooks.values()]
         forward = next((frame for frame in outward(start) if frame.f_code.co_name == "forward" and frame.f_locals.get("self") is module), None)
         names = forward.f_code.co_varnames[1:2] if forward is not None else ()
-        given = forward.f_locals.get(names[0]) if names else None
+        given = forward.f_locals.get(names[0]) if forward is not None and names else None
         if not hooks or not isinstance(given, torch.Tensor) or not overlaps(given, target):
             return
         readers = [code for code in map(_input_reader, hooks) if code is not None]
@@ -240,5 +240,5 @@ def _input_reader(hook: object) -> CodeType | None:
     return code if any(instruction.opname in loads and instruction.argval == name for instruction in dis.get_instructions(code)) else None
 
 
-def _code_site(code) -> Site:
+def _code_site(code: CodeType) -> Site:
     return Site(code.co_filename, code.co_firstlineno, code.co_qualname, code.co_varnames[: code.co_argcount], None)

@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import ast
 import linecache
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from types import CodeType
+
+# A frame's variables (`f_locals`, `f_globals`), as the evaluation below reads them.
+Variables = Mapping[str, object]
 
 
 @dataclass(frozen=True)
@@ -160,7 +164,7 @@ def inplace_forms(statement: Statement) -> tuple[InplaceForm, ...]:
     return tuple(forms)
 
 
-def evaluated_forms(statement: Statement, local: dict, global_: dict) -> list[tuple[InplaceForm, object]]:
+def evaluated_forms(statement: Statement, local: Variables, global_: Variables) -> list[tuple[InplaceForm, object]]:
     """The statement's in-place forms whose target evaluates in the frame, with the value (so a
     caller keeps the tensors: `torch.relu_(x)` is a form on `torch` and one on `x`)."""
     found = []
@@ -191,9 +195,13 @@ def _call_forms(call: ast.Call) -> list[InplaceForm]:
 def _root(node: ast.expr) -> ast.expr:
     """`x` for `x[i]`, `x[i][j]` and `x.view(-1)[0]`: the tensor written through the indexing
     and the (view) methods."""
-    while isinstance(node, ast.Subscript) or (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
-        node = node.value if isinstance(node, ast.Subscript) else node.func.value
-    return node
+    while True:
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            node = node.func.value
+        else:
+            return node
 
 
 _AUG_OPS = {
@@ -232,7 +240,7 @@ def function_at(file: str, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef 
     return cached[1].get(line)
 
 
-def evaluate(node: ast.expr, local: dict, global_: dict) -> object:
+def evaluate(node: ast.expr, local: Variables, global_: Variables) -> object:
     """The value of a name, an attribute chain or a constant-key subscript of a container, read
     from a frame's variables; raises LookupError for anything else (no user code is called
     beyond attribute access)."""
@@ -249,12 +257,14 @@ def evaluate(node: ast.expr, local: dict, global_: dict) -> object:
         except Exception as error:
             raise LookupError(node.attr) from error
     if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
-        container = evaluate(node.value, local, global_)
-        if isinstance(container, (dict, list, tuple)):
-            try:
-                return container[node.slice.value]
-            except (KeyError, IndexError, TypeError) as error:
-                raise LookupError(ast.unparse(node)) from error
+        container, key = evaluate(node.value, local, global_), node.slice.value
+        try:
+            if isinstance(container, dict):
+                return container[key]
+            if isinstance(container, (list, tuple)) and isinstance(key, int):
+                return container[key]
+        except (KeyError, IndexError, TypeError) as error:
+            raise LookupError(ast.unparse(node)) from error
     raise LookupError(ast.unparse(node))
 
 
@@ -262,21 +272,23 @@ Span = tuple[int, int, int, int]  # first line, first column, last line, end col
 
 
 @lru_cache(maxsize=1024)
-def _positions(code) -> list[tuple[int | None, int | None, int | None, int | None]]:
+def _positions(code: CodeType) -> list[tuple[int | None, int | None, int | None, int | None]]:
     return list(code.co_positions())
 
 
-def instruction_span(code, lasti: int) -> Span | None:
+def instruction_span(code: CodeType, lasti: int) -> Span | None:
     """Where in the source the frame's current instruction is (Python 3.11+ positions)."""
     positions = _positions(code)
     index = lasti // 2
-    if not 0 <= index < len(positions) or None in positions[index]:
+    if not 0 <= index < len(positions):
         return None
     line, end_line, column, end_column = positions[index]
+    if line is None or end_line is None or column is None or end_column is None:
+        return None
     return line, column, end_line, end_column
 
 
-def _span(node: ast.AST) -> Span:
+def _span(node: ast.expr | ast.stmt) -> Span:
     return node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or 0
 
 
@@ -288,7 +300,7 @@ def _within(inner: Span, outer: Span) -> bool:
 def node_at(statement: Statement, span: Span | None) -> ast.AST | None:
     """The smallest expression of the statement that holds the instruction at `span` (the call
     or operator it is running), or the statement itself."""
-    best: ast.AST | None = None
+    best: ast.expr | ast.stmt | None = None
     for part in statement.parts():
         for node in ast.walk(part):
             if isinstance(node, (ast.expr, ast.stmt)) and span is not None and _within(span, _span(node)):
@@ -312,7 +324,7 @@ def aliases_in(node: ast.AST, after: Span | None = None) -> frozenset[str]:
     return frozenset(found)
 
 
-def evaluate_alias(alias: str, local: dict) -> object:
+def evaluate_alias(alias: str, local: Variables) -> object:
     """The value of an alias from `target_text` in a frame's locals."""
     return evaluate(_alias_expression(alias), local, {})
 

@@ -25,8 +25,9 @@ import contextlib
 import functools
 import inspect
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
@@ -35,6 +36,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from .fixed import rebindings, replaced
 from .construction import built_at, writing_module
 from .sites import outward, user_site
+
+if TYPE_CHECKING:
+    from .tracer import Op
 
 # What each stand-in does, for the status that names it.
 VARIANTS = {
@@ -56,8 +60,8 @@ def _called_from(file: str, line: int) -> bool:
     return built is not None and built.site.file == file and built.site.line == line
 
 
-def _inplace_functionals() -> dict[str, tuple[Callable, inspect.Signature]]:
-    found = {}
+def _inplace_functionals() -> dict[str, tuple[Callable[..., Any], inspect.Signature]]:
+    found: dict[str, tuple[Callable[..., Any], inspect.Signature]] = {}
     for name in dir(F):
         function = getattr(F, name)
         if not inspect.isfunction(function):
@@ -71,9 +75,9 @@ def _inplace_functionals() -> dict[str, tuple[Callable, inspect.Signature]]:
     return found
 
 
-def _out_of_place_from(file: str, line: int, function: Callable, signature: inspect.Signature) -> Callable:
+def _out_of_place_from(file: str, line: int, function: Callable[..., Any], signature: inspect.Signature) -> Callable[..., Any]:
     @functools.wraps(function)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
         if _called_from(file, line):
             bound = signature.bind(*args, **kwargs)
             bound.arguments["inplace"] = False
@@ -112,9 +116,9 @@ def _clone(value: object) -> object:
     return value.clone() if isinstance(value, torch.Tensor) else value
 
 
-def _with_copied_arguments(function: Callable) -> Callable:
+def _with_copied_arguments(function: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(function)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
         return function(*map(_clone, args), **{key: _clone(value) for key, value in kwargs.items()})
 
     return wrapper
@@ -146,11 +150,13 @@ class _WritesAtLine(TorchDispatchMode):
     """Collects the storages that in-place ops issued from one source line write to."""
 
     def __init__(self, file: str, line: int) -> None:
-        super().__init__()
+        TorchDispatchMode.__init__(self)  # a direct call: mypy exempts unannotated torch code (untyped_calls_exclude) there, not through super()
         self.file, self.line = file, line
         self.storages: set[int] = set()
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    def __torch_dispatch__(
+        self, func: Op, types: Sequence[type], args: Sequence[object] = (), kwargs: Mapping[str, object] | None = None
+    ) -> object:
         kwargs = kwargs or {}
         if func._schema.is_mutable and _called_from(self.file, self.line):
             for index, argument in enumerate(func._schema.arguments):
@@ -204,9 +210,9 @@ def results_differ(first: Sequence[torch.Tensor | None], second: Sequence[torch.
     if len(first) != len(second):
         return True
     for a, b in zip(first, second):
-        if (a is None) != (b is None):
-            return True
-        if a is None:
+        if a is None or b is None:
+            if (a is None) != (b is None):
+                return True
             continue
         if a.shape != b.shape or a.dtype != b.dtype:
             return True
