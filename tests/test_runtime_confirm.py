@@ -25,6 +25,7 @@ pytestmark = pytest.mark.slow  # runs the fixtures' code under torch in a fork s
 
 torch = pytest.importorskip("torch")
 
+from support import every_rule  # noqa: E402
 from test_fixtures import (  # noqa: E402
     FIXTURES,
     _kind,
@@ -37,11 +38,9 @@ from test_fixtures import (  # noqa: E402
     safe_lines,
 )
 
-from torchlint_inplace.diagnostics import Applicability, Edit, Finding, Fix, Position, Severity, Span  # noqa: E402
-from support import every_rule  # noqa: E402
-
 from torchlint_inplace import registry  # noqa: E402
 from torchlint_inplace.api import lint_source  # noqa: E402
+from torchlint_inplace.diagnostics import Applicability, Edit, Finding, Fix, Position, Severity, Span  # noqa: E402
 from torchlint_inplace.runtime.confirm import ConfirmOptions, confirm_files  # noqa: E402
 
 # The fixture folders whose labels are settled (realworld/ and precision/ are still growing).

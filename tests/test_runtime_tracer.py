@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow  # runs every fixture driver under torch and the t
 
 torch = pytest.importorskip("torch")
 
-from test_fixtures import DRIVER_CASES, FIXTURES, _kind, fixture_root, _test_id, expected_findings, load_fixture  # noqa: E402
+from test_fixtures import DRIVER_CASES, FIXTURES, _kind, _test_id, expected_findings, fixture_root, load_fixture  # noqa: E402
 
 import torchlint_inplace  # noqa: E402
 from torchlint_inplace.runtime import InplaceCulpritError, InplaceRefusalError, trace  # noqa: E402
@@ -85,7 +85,7 @@ SAVED_BY_THE_WRITING_STATEMENT = {
 def _modes(cases):
     """Each case in both modes, known gaps marked."""
     params = []
-    for (path, name), case_id in zip(cases, _ids(cases)):
+    for (path, name), case_id in zip(cases, _ids(cases), strict=True):
         for fail_fast, mode in ((False, "at-backward"), (True, "fail-fast")):
             reason = TRACER_GAPS.get((case_id, None)) or TRACER_GAPS.get((case_id, mode))
             marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
@@ -184,7 +184,7 @@ def _assert_refusal_explained(driver, fail_fast: bool, plain: str, expected: dic
 def _silent_cases():
     return [
         pytest.param(path, name, id=case_id, marks=[pytest.mark.xfail(strict=True, reason=SILENT_GAPS[case_id])] if case_id in SILENT_GAPS else [])
-        for (path, name), case_id in zip(SILENT, _ids(SILENT))
+        for (path, name), case_id in zip(SILENT, _ids(SILENT), strict=True)
     ]
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import dis
+import itertools
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -160,7 +161,7 @@ class CallerWatches:
             previous = current
         holders = [(frame, child_of.get(id(frame)), True)] if via is not None else []
         if not by_name:
-            callers = [caller for _, caller in zip(range(_CALLERS), user_frames(frame.f_back))]
+            callers = list(itertools.islice(user_frames(frame.f_back), _CALLERS))
             holders += [(caller, child_of.get(id(caller)), False) for caller in callers]
         return holders
 

@@ -251,7 +251,7 @@ class Layout:
     def build(self, device: str | torch.device) -> list[object]:
         values: list[object] = []
         first = next((i for i, slot in enumerate(self.slots) if slot.kind != "value"), None)
-        for position, (slot, shape) in enumerate(zip(self.slots, self.shapes)):
+        for position, (slot, shape) in enumerate(zip(self.slots, self.shapes, strict=True)):
             if slot.kind == "value":
                 values.append(slot.value)
                 continue
@@ -293,6 +293,6 @@ def layouts(function_slots: list[Slot], leading: Leading | None) -> Iterator[Lay
         options = [[first]] + [_companion_shapes(function_slots[i].kind, first) for i in tensor_positions[1:]]
         for combination in itertools.product(*options):
             shapes: list[tuple[int, ...] | None] = [None] * len(function_slots)
-            for position, shape in zip(tensor_positions, combination):
+            for position, shape in zip(tensor_positions, combination, strict=True):
                 shapes[position] = shape
             yield Layout(tuple(function_slots), tuple(shapes), integer_range)

@@ -19,8 +19,8 @@ from __future__ import annotations
 import ast
 import functools
 import importlib
-import inspect
 import importlib.util
+import inspect
 import re
 import signal
 import sys
@@ -142,7 +142,7 @@ def _inside(node: ast.stmt, line: int) -> bool:
 
 def _names_of_lines(tree: ast.Module, lines: list[int]) -> set[str]:
     """What a caller has to mention to reach the lines: their top-level class or function."""
-    return {node.name for node in tree.body if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and any(_inside(node, l) for l in lines)}
+    return {node.name for node in tree.body if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and any(_inside(node, line) for line in lines)}
 
 
 def _mentions(node: ast.ClassDef, names: set[str]) -> bool:
@@ -268,6 +268,10 @@ def observed(call: Callable[[], object], outcome: Outcome) -> bool:
 def _loss(output: object) -> torch.Tensor | None:
     parts = [t.float().sum() for t in tensors(output) if t.requires_grad and (t.is_floating_point() or t.is_complex())]
     return sum(parts[1:], parts[0]) if parts else None
+
+
+def _call_entry(instance: object, name: str, values: list[object]) -> object:
+    return _forward_backward(getattr(instance, name), values)
 
 
 def _forward_backward(function: Callable[..., Any], values: list[object]) -> object:
@@ -462,7 +466,7 @@ def _run_entry(harness: Harness, entry: Entry, outcome: Outcome) -> Layout | Non
             instance = harness.build()
             values, _ = harness.inputs(layout)
             torch.manual_seed(2)
-            observed(lambda: _forward_backward(getattr(instance, entry.name), values), outcome)
+            observed(functools.partial(_call_entry, instance, entry.name, values), outcome)
             return layout
         except Exception as error:  # inputs that do not fit: try the next layout
             if _out_of_memory(error):  # other small inputs would only run out again

@@ -26,7 +26,16 @@ from .construction import built_at, writing_module
 from .diagnosis import diagnose
 from .report import Related, TensorInfo, event_block, tensor_info
 from .sites import Site, called_module, frame_site, is_internal
-from .statements import InplaceForm, Statement, evaluated_forms, function_at, inplace_forms, instruction_span, node_at, statement_at
+from .statements import (
+    InplaceForm,
+    Statement,
+    evaluated_forms,
+    function_at,
+    inplace_forms,
+    instruction_span,
+    node_at,
+    statement_at,
+)
 
 _LEAF_FIX = (
     "to update the tensor itself (a parameter step, a re-initialisation), do it under `with torch.no_grad():` as optimizers do; "

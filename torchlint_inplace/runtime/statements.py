@@ -95,10 +95,8 @@ def _header(node: ast.stmt) -> Iterator[ast.AST]:
     for name in ("test", "iter", "target", "subject"):
         if (part := getattr(node, name, None)) is not None:
             yield part
-    for item in getattr(node, "items", []):
-        yield item
-    for decorator in getattr(node, "decorator_list", []):
-        yield decorator
+    yield from getattr(node, "items", [])
+    yield from getattr(node, "decorator_list", [])
 
 
 @lru_cache(maxsize=4096)

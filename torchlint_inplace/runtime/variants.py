@@ -33,8 +33,8 @@ import torch
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .fixed import rebindings, replaced
 from .construction import built_at, writing_module
+from .fixed import rebindings, replaced
 from .sites import outward, user_site
 
 if TYPE_CHECKING:
@@ -209,7 +209,7 @@ def results_differ(first: Sequence[torch.Tensor | None], second: Sequence[torch.
     """Whether two runs' outputs and gradients (in the same order) tell a different story."""
     if len(first) != len(second):
         return True
-    for a, b in zip(first, second):
+    for a, b in zip(first, second, strict=True):
         if a is None or b is None:
             if (a is None) != (b is None):
                 return True
