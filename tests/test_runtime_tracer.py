@@ -47,8 +47,14 @@ TRACER_GAPS = {
     ("realworld/recurrent_linear_attention.py::raises_training_through_two_steps", None): _RULE_BY_TEXT,
     ("realworld/megablocks_router_norm.py::raises_normalize_top_k_in_place", None): _SAVE_ORDER,
     ("realworld/yolo_nms_conf.py::raises_grad_cam_score_through_nms", None): _SAVE_ORDER,
-    ("precision/graph_never_reaches_backward.py::safe_only_indices_leave", "fail-fast"): "fail-fast raises at a write to a saved tensor, not knowing that no backward will ever use it",
-    ("realworld/gan_sin_fitting.py::safe_recompute_after_d_step", "fail-fast"): "fail-fast counts a graph kept by retain_graph=True as pending, so the optimizer step is refused",
+    (
+        "precision/graph_never_reaches_backward.py::safe_only_indices_leave",
+        "fail-fast",
+    ): "fail-fast raises at a write to a saved tensor, not knowing that no backward will ever use it",
+    (
+        "realworld/gan_sin_fitting.py::safe_recompute_after_d_step",
+        "fail-fast",
+    ): "fail-fast counts a graph kept by retain_graph=True as pending, so the optimizer step is refused",
     ("realworld/rlkit_sac_critic_step_first/examples/sac.py::safe_policy_updated_first", "fail-fast"): (
         "fail-fast counts a graph still referenced as pending (the target actions', used only through `.detach()`), so the policy step is refused"
     ),
@@ -103,7 +109,9 @@ def _expected_writes(path: Path) -> dict[tuple[str, int], str]:
     """(file, line) -> rule code of every `# expect:` line in the fixture's unit (file or package)."""
     root = fixture_root(path)
     files = sorted(root.rglob("*.py")) if root else [path]
-    return {(str(file), line): code for file in files for line, code in expected_findings(file.read_text(encoding="utf-8"))}
+    return {
+        (str(file), line): code for file in files for line, code in expected_findings(file.read_text(encoding="utf-8"))
+    }
 
 
 def _run(driver, fail_fast: bool) -> InplaceCulpritError:
@@ -159,7 +167,9 @@ def test_raising_fixture_is_explained_with_its_expected_lines(path: Path, name: 
         assert f"{Path(file).name}:{line}" in message
     _assert_no_internal_frames(message)
     if fail_fast:  # the ordinary traceback already ends in the user's mutating line
-        user_frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename.startswith(str(FIXTURES))]
+        user_frames = [
+            frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename.startswith(str(FIXTURES))
+        ]
         assert (user_frames[-1].filename, user_frames[-1].lineno) == (error.writes[-1].file, error.writes[-1].line)
 
 
@@ -177,13 +187,20 @@ def _assert_refusal_explained(driver, fail_fast: bool, plain: str, expected: dic
     assert message.startswith(plain.splitlines()[0].strip())
     assert f"{Path(culprit[0]).name}:{culprit[1]}" in message and "why: " in message and f"{error.rule}: " in message
     _assert_no_internal_frames(message)
-    user_frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename.startswith(str(FIXTURES))]
+    user_frames = [
+        frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename.startswith(str(FIXTURES))
+    ]
     assert (user_frames[-1].filename, user_frames[-1].lineno) == (error.write.file, error.write.line)
 
 
 def _silent_cases():
     return [
-        pytest.param(path, name, id=case_id, marks=[pytest.mark.xfail(strict=True, reason=SILENT_GAPS[case_id])] if case_id in SILENT_GAPS else [])
+        pytest.param(
+            path,
+            name,
+            id=case_id,
+            marks=[pytest.mark.xfail(strict=True, reason=SILENT_GAPS[case_id])] if case_id in SILENT_GAPS else [],
+        )
         for (path, name), case_id in zip(SILENT, _ids(SILENT), strict=True)
     ]
 
@@ -200,7 +217,9 @@ def test_silent_fixture_is_reported_at_its_expected_line(path: Path, name: str) 
     for report in named:
         assert report.rule == expected[_named(report.write, report.built, expected)]
         one_line = report.kind == "overlapping-operand"  # the operand is read on the writing line itself
-        assert (report.related or one_line) and all(related.site.file in files for related in report.related), "no second line in the fixture"
+        assert (report.related or one_line) and all(related.site.file in files for related in report.related), (
+            "no second line in the fixture"
+        )
         message = report.render()
         for site in (report.write, *(related.site for related in report.related)):
             assert f"{Path(site.file).name}:{site.line}" in message
@@ -215,7 +234,9 @@ def test_safe_fixture_runs_clean(path: Path, name: str, fail_fast: bool) -> None
     with trace(fail_fast=fail_fast) as tracer:
         getattr(load_fixture(path), name)()
     expected = _expected_writes(path)
-    false = [report.render() for report in tracer.reports if _named(report.write, report.built, expected) not in expected]
+    false = [
+        report.render() for report in tracer.reports if _named(report.write, report.built, expected) not in expected
+    ]
     assert not false, "\n\n".join(false)
 
 
@@ -251,7 +272,10 @@ def test_every_write_since_the_save_is_listed() -> None:
         e.mul_(2)
         e += 1
         e.sum().backward()
-    assert [(w.op, w.version, w.diagnosis.code) for w in caught.value.writes] == [("mul_", 1, "TIP001"), ("add_", 2, "TIP003")]
+    assert [(w.op, w.version, w.diagnosis.code) for w in caught.value.writes] == [
+        ("mul_", 1, "TIP001"),
+        ("add_", 2, "TIP003"),
+    ]
 
 
 def test_decorator_form() -> None:

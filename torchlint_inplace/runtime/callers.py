@@ -124,7 +124,11 @@ class CallerWatches:
             return
         name = frame.f_code.co_name
         by_name = name.endswith("_") and not name.endswith("__")  # `normalize_(x)` says it writes
-        callee = f"the in-place `{type(module).__name__ if module is not None else op}`" if via is not None else f"`{site.function}`"
+        callee = (
+            f"the in-place `{type(module).__name__ if module is not None else op}`"
+            if via is not None
+            else f"`{site.function}`"
+        )
         rule = "TIP004" if via is not None else "TIP005" if frame.f_code.co_varnames[:1] == ("ctx",) else "TIP007"
         key = storage_key(target)
         for holder, child, direct in self._holders(frame, via, start, by_name):
@@ -136,22 +140,39 @@ class CallerWatches:
             bound = bound_targets(statement)
             stale = held - bound
             call_node = node_at(statement, call)
-            for_effect = isinstance(statement.node, ast.Expr) and statement.header is None and call_node is statement.node.value
+            for_effect = (
+                isinstance(statement.node, ast.Expr) and statement.header is None and call_node is statement.node.value
+            )
             if for_effect:  # a call made for its effect: its arguments are meant to see it, other aliases are not
                 stale -= aliases_in(call_node)
             if not stale:
                 continue
             vouched = direct or for_effect or via is not None or _returns_written(frame, target)
             watch = _Watch(
-                holder, child, holder.f_lasti, call, statement.first_line, frozenset(stale), bound, site, built, callee, rule,
-                tensor_info(target), target, None if vouched else frame, vouched,
+                holder,
+                child,
+                holder.f_lasti,
+                call,
+                statement.first_line,
+                frozenset(stale),
+                bound,
+                site,
+                built,
+                callee,
+                rule,
+                tensor_info(target),
+                target,
+                None if vouched else frame,
+                vouched,
             )
             self._add(key, watch, start)
             if vouched and key is not None:
                 self.kept.keep(key, watch.holder, watch.stale, target, site, built, callee, rule)
 
     @staticmethod
-    def _holders(frame: FrameType, via: str | None, start: FrameType, by_name: bool) -> list[tuple[FrameType, FrameType | None, bool]]:
+    def _holders(
+        frame: FrameType, via: str | None, start: FrameType, by_name: bool
+    ) -> list[tuple[FrameType, FrameType | None, bool]]:
         """(holder, the frame it called, whether the write was a torch module's on its behalf)."""
         child_of: dict[int, FrameType] = {}
         previous = None
@@ -208,7 +229,9 @@ class CallerWatches:
         if not any(frame is holder for frame in frames):
             self._returned(watch)
             return True  # the holder returned: it reads nothing any more
-        if watch.child is not None and any(frame is watch.child for frame in frames):  # still inside the call that wrote
+        if watch.child is not None and any(
+            frame is watch.child for frame in frames
+        ):  # still inside the call that wrote
             if not watch.vouched and any(frame is watch.writer for frame in frames):
                 watch.vouched = True  # the callee reads what it wrote: it wrote it for its own use
             return False
@@ -264,14 +287,22 @@ class CallerWatches:
             )
             fix = f"pass `inplace=False` where the module is built, or keep a copy for the later read (`{alias}.clone()` before the call)"
         else:
-            reads = f"returns the same tensor as `{alias}` at line {read.line}" if returned else f"reads the same tensor as `{alias}` again at line {read.line}"
+            reads = (
+                f"returns the same tensor as `{alias}` at line {read.line}"
+                if returned
+                else f"reads the same tensor as `{alias}` again at line {read.line}"
+            )
             summary = (
                 f"{watch.callee} wrote its argument in place at line {watch.write.line}, and its caller `{read.function}` {reads}: "
                 f"{sees} the written values"
             )
             fix = "clone the argument in the callee before writing it (`x = x.clone()`), or pass the callee a copy"
         related = (Related(f"`{alias}` {'returned' if returned else 'read again'}", read),)
-        self._add_report(SilentReport("caller-reads-written", summary, watch.write, related, watch.rule, fix, watch.tensor, alias, watch.built))
+        self._add_report(
+            SilentReport(
+                "caller-reads-written", summary, watch.write, related, watch.rule, fix, watch.tensor, alias, watch.built
+            )
+        )
 
 
 def _holds(value: object, tensor: torch.Tensor) -> bool:
@@ -334,6 +365,10 @@ def _returns_written(frame: FrameType, target: torch.Tensor) -> bool:
             value = statement.value
             if target_text(value) in holding:
                 return True
-            if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and target_text(value.func.value) in holding:
+            if (
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Attribute)
+                and target_text(value.func.value) in holding
+            ):
                 return value.func.attr.endswith("_")
     return False

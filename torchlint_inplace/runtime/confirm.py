@@ -31,7 +31,17 @@ DEFAULT_MEMORY_BYTES = 8 * 1024**3
 # Room for the server to import torch before the first answer, and slack on each answer.
 STARTUP_S, SLACK_S = 120.0, 10.0
 # The environment variables the code under test sees from ours; everything else is dropped.
-PASSED_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "VIRTUAL_ENV", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "LD_LIBRARY_PATH")
+PASSED_ENVIRONMENT = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "TMPDIR",
+    "VIRTUAL_ENV",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_HOME",
+    "LD_LIBRARY_PATH",
+)
 FIXED_ENVIRONMENT = {
     "PYTHONDONTWRITEBYTECODE": "1",  # leave no __pycache__ in the checked project
     "PYTHONHASHSEED": "0",
@@ -207,7 +217,8 @@ def confirmed(
             by_path.setdefault(finding.path, []).append(finding)
     statuses = confirm_files(by_path.items(), options, on_file_done)
     return [
-        replace(finding, properties={**finding.properties, CONFIRMATION: statuses[finding]}) if finding in statuses else finding
+        replace(finding, properties={**finding.properties, CONFIRMATION: statuses[finding]})
+        if finding in statuses
+        else finding
         for finding in findings
     ]
-

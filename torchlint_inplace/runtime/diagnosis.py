@@ -34,7 +34,9 @@ class Diagnosis:
     fix: str
 
 
-def diagnose(op: str, write: Site | None, saved: Site | None, local: Variables | None = None, detached: bool = False) -> Diagnosis:
+def diagnose(
+    op: str, write: Site | None, saved: Site | None, local: Variables | None = None, detached: bool = False
+) -> Diagnosis:
     """`local`: the writing frame's variables, which tell a list element from a tensor slice
     (`items[i] += x` is an augmented assignment of a tensor, TIP003, not an index write);
     `detached`: the written tensor is an alias outside the graph (`.detach()`) of one that is in it."""
@@ -59,12 +61,23 @@ def _rule(op: str, write: Site | None, saved: Site | None, local: Variables) -> 
     if _writes_through_detached_alias(statement):
         return "TIP008"
     target = _mutated_name(statement)
-    if saved is not None and (write.file, write.function) != (saved.file, saved.function) and target in write.parameters and target != "self":
+    if (
+        saved is not None
+        and (write.file, write.function) != (saved.file, saved.function)
+        and target in write.parameters
+        and target != "self"
+    ):
         return "TIP007"
     if isinstance(statement, ast.Assign) and any(isinstance(t, ast.Subscript) for t in statement.targets):
         return "TIP002"
     if isinstance(statement, ast.AugAssign):
-        return "TIP003" if _is_container_element(statement.target, local) else "TIP002" if isinstance(statement.target, ast.Subscript) else "TIP003"
+        return (
+            "TIP003"
+            if _is_container_element(statement.target, local)
+            else "TIP002"
+            if isinstance(statement.target, ast.Subscript)
+            else "TIP003"
+        )
     return "TIP001"
 
 

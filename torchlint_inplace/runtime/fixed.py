@@ -98,7 +98,10 @@ def rebindings(twins: Mapping[int, object], skip: Sequence[ModuleType] = ()) -> 
 @contextlib.contextmanager
 def replaced(replacements: Sequence[tuple[object, str, object]]) -> Iterator[None]:
     """Sets attributes (or module globals) for the block, then puts the originals back."""
-    originals = [(holder, name, holder.__dict__[name] if isinstance(holder, type) else getattr(holder, name)) for holder, name, _ in replacements]
+    originals = [
+        (holder, name, holder.__dict__[name] if isinstance(holder, type) else getattr(holder, name))
+        for holder, name, _ in replacements
+    ]
     try:
         for holder, name, value in replacements:
             setattr(holder, name, value)

@@ -71,7 +71,10 @@ def _child(request: dict[str, Any], device: str, result_fd: int, output_fd: int)
 
         codes = {int(line): codes for line, codes in request["codes"].items()}
         specs = {name: spec_from_json(spec) for name, spec in request.get("specs", {}).items()}
-        fixes = {int(line): {code: fix_from_json(fix) for code, fix in by_code.items()} for line, by_code in request.get("fixes", {}).items()}
+        fixes = {
+            int(line): {code: fix_from_json(fix) for code, fix in by_code.items()}
+            for line, by_code in request.get("fixes", {}).items()
+        }
         probe.probe(probe.Request(Path(request["file"]), codes, device, specs, fixes, limit), emit)
     except BaseException:
         traceback.print_exc()

@@ -27,7 +27,14 @@ SMALL_INT = 4
 # What a required constructor argument gets, by annotation (unannotated ones are taken as sizes).
 CONSTRUCTOR_DEFAULTS = {int: SMALL_INT, "int": SMALL_INT, float: 0.5, "float": 0.5, bool: False, "bool": False}
 # Shapes tried for the first tensor argument when no first layer says what it looks like.
-CANDIDATE_SHAPES = ((2, SMALL_INT), (2, 3, SMALL_INT), (2, SMALL_INT, 6, 6), (2, SMALL_INT, 6), (SMALL_INT,), (2, SMALL_INT, 4, 4, 4))
+CANDIDATE_SHAPES = (
+    (2, SMALL_INT),
+    (2, 3, SMALL_INT),
+    (2, SMALL_INT, 6, 6),
+    (2, SMALL_INT, 6),
+    (SMALL_INT,),
+    (2, SMALL_INT, 4, 4, 4),
+)
 # Input combinations tried on `meta` before one runs for real; a few more on CPU if meta cannot run the code.
 META_TRIALS, REAL_TRIALS = 96, 8
 # Constructor argument sets tried per class (defaults, then boolean options flipped).
@@ -66,7 +73,11 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
 
 def required_parameters(function: Function, skip: int) -> list[inspect.Parameter]:
     parameters = list(inspect.signature(function).parameters.values())[skip:]
-    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    positional = (
+        inspect.Parameter.POSITIONAL_ONLY,
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        inspect.Parameter.KEYWORD_ONLY,
+    )
     return [p for p in parameters if p.default is p.empty and p.kind in positional]
 
 
@@ -101,7 +112,9 @@ def constructor_arguments(cls: type[object], spec: Spec | None) -> tuple[Args, K
     for parameter in required_parameters(cls.__init__, skip=1):
         annotation = int if parameter.annotation is parameter.empty else parameter.annotation
         if annotation not in CONSTRUCTOR_DEFAULTS:
-            raise NotRun(f"cannot build constructor argument `{parameter.name}: {_spelling(parameter.annotation)}` of {cls.__name__} (give it in [tool.torchlint-inplace.confirm.{cls.__name__}])")
+            raise NotRun(
+                f"cannot build constructor argument `{parameter.name}: {_spelling(parameter.annotation)}` of {cls.__name__} (give it in [tool.torchlint-inplace.confirm.{cls.__name__}])"
+            )
         if parameter.kind is parameter.KEYWORD_ONLY:
             kwargs[parameter.name] = CONSTRUCTOR_DEFAULTS[annotation]
         else:
@@ -172,7 +185,11 @@ def slots(function: Function, skip: int) -> list[Slot]:
         name = parameter.name
         if annotation in CONSTRUCTOR_DEFAULTS:
             result.append(Slot(name, "value", CONSTRUCTOR_DEFAULTS[annotation]))
-        elif annotation is not parameter.empty and isinstance(annotation, type) and not issubclass(annotation, torch.Tensor):
+        elif (
+            annotation is not parameter.empty
+            and isinstance(annotation, type)
+            and not issubclass(annotation, torch.Tensor)
+        ):
             raise NotRun(f"cannot build argument `{name}: {annotation.__name__}` of {function.__qualname__}")
         elif name in indices or (name not in masks and any(word in name.lower() for word in INDEX_WORDS)):
             result.append(Slot(name, "index"))
@@ -216,7 +233,11 @@ def first_layer(module: nn.Module) -> Leading | None:
         if isinstance(layer, (nn.Conv1d, nn.Conv2d, nn.Conv3d)):
             rank = layer.weight.dim() - 2
             declared = _declared_size(module)
-            sizes = ([declared * rank if len(declared) == 1 else declared[-rank:]] if declared and len(declared) in (1, rank) else [])
+            sizes = (
+                [declared * rank if len(declared) == 1 else declared[-rank:]]
+                if declared and len(declared) in (1, rank)
+                else []
+            )
             sizes += [(size,) * rank for size in SPATIAL_SIZES]
             return Leading(tuple(dict.fromkeys((2, layer.in_channels, *spatial) for spatial in sizes)))
         if isinstance(layer, nn.Linear):  # features, or a sequence of them
@@ -234,7 +255,16 @@ def _companion_shapes(kind: str, first: tuple[int, ...]) -> list[tuple[int, ...]
     """Shapes worth trying for a later parameter, given the first tensor's shape."""
     if kind == "index":
         return list(dict.fromkeys([first[:1], first[:-1] or (1,)]))
-    shapes = [first, first[:-1], (*first[:-1], 1), first[:2], first[:1], (first[0], first[-1]), (first[0], 1, first[-1]), (first[-1],)]
+    shapes = [
+        first,
+        first[:-1],
+        (*first[:-1], 1),
+        first[:2],
+        first[:1],
+        (first[0], first[-1]),
+        (first[0], 1, first[-1]),
+        (first[-1],),
+    ]
     if kind == "tensor":
         shapes += [(first[0], 3, first[-1]), (first[0], SMALL_INT, first[-1])]
     return [shape for shape in dict.fromkeys(shapes) if shape]
@@ -287,7 +317,9 @@ def layouts(function_slots: list[Slot], leading: Leading | None) -> Iterator[Lay
     if not tensor_positions:
         yield Layout(tuple(function_slots), (None,) * len(function_slots), None)
         return
-    first_shapes = list(leading.shapes if leading else ()) + [s for s in CANDIDATE_SHAPES if not leading or s not in leading.shapes]
+    first_shapes = list(leading.shapes if leading else ()) + [
+        s for s in CANDIDATE_SHAPES if not leading or s not in leading.shapes
+    ]
     integer_range = leading.integer_range if leading else None
     for first in first_shapes:
         options = [[first]] + [_companion_shapes(function_slots[i].kind, first) for i in tensor_positions[1:]]

@@ -49,7 +49,11 @@ def kept_aliases(frame: FrameType, target: torch.Tensor) -> set[str]:
     attributes = getattr(frame.f_locals.get("self"), "__dict__", None)
     if not isinstance(attributes, dict) or len(attributes) > _MAX_ATTRIBUTES:
         return set()
-    return {_PREFIX + name for name, value in attributes.items() if isinstance(value, torch.Tensor) and overlaps(value, target)}
+    return {
+        _PREFIX + name
+        for name, value in attributes.items()
+        if isinstance(value, torch.Tensor) and overlaps(value, target)
+    }
 
 
 @dataclass
@@ -132,7 +136,9 @@ class KeptWatches:
         known = watches.get((id(owner), write))
         handed = frame_site(holder)
         if known is None or known.owner() is not owner:
-            known = watches[(id(owner), write)] = _Kept(reference, attributes, holder, handed, write, built, callee, rule, tensor_info(target))
+            known = watches[(id(owner), write)] = _Kept(
+                reference, attributes, holder, handed, write, built, callee, rule, tensor_info(target)
+            )
         known.holder, known.handed = holder, handed
         known.add_span(byte_span(target))
 
@@ -141,7 +147,9 @@ class KeptWatches:
         for key, watches in list(self._watches.items()):
             for index, watch in list(watches.items()):
                 owner = watch.owner()
-                if owner is None or not any(storage_key(value) == key for value in _attributes(owner, watch.attributes)):
+                if owner is None or not any(
+                    storage_key(value) == key for value in _attributes(owner, watch.attributes)
+                ):
                     del watches[index]
             if not watches:
                 del self._watches[key]
@@ -174,7 +182,11 @@ class KeptWatches:
         statement = statement_at(reader.f_code.co_filename, reader.f_lineno)
         node = node_at(statement, instruction_span(reader.f_code, reader.f_lasti)) if statement is not None else None
         for element in ast.walk(node) if node is not None else ():
-            if not (isinstance(element, ast.Attribute) and isinstance(element.ctx, ast.Load) and element.attr in watch.attributes):
+            if not (
+                isinstance(element, ast.Attribute)
+                and isinstance(element.ctx, ast.Load)
+                and element.attr in watch.attributes
+            ):
                 continue
             try:
                 holds = evaluate(element.value, reader.f_locals, reader.f_globals) is owner
@@ -195,7 +207,19 @@ class KeptWatches:
         )
         fix = f"clone in the callee before writing (`x = x.clone()`), or hand on a copy of what `{kind}` keeps (`.clone()`)"
         related = (Related(f"`self.{attribute}` handed on", watch.handed), Related(f"`{text}` read again", read))
-        self._add_report(SilentReport("state-read-again", summary, watch.write, related, watch.rule, fix, watch.tensor, f"self.{attribute}", watch.built))
+        self._add_report(
+            SilentReport(
+                "state-read-again",
+                summary,
+                watch.write,
+                related,
+                watch.rule,
+                fix,
+                watch.tensor,
+                f"self.{attribute}",
+                watch.built,
+            )
+        )
 
 
 def _attributes(owner: object, names: frozenset[str]) -> list[torch.Tensor]:

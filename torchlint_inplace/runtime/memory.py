@@ -31,7 +31,9 @@ def _span(tensor: torch.Tensor) -> tuple[int, int]:
     start = int(tensor.storage_offset())  # a plain int outside symbolic tracing
     if tensor.numel() == 0:
         return start, start
-    return start, start + sum((size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride(), strict=True)) + 1
+    return start, start + sum(
+        (size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride(), strict=True)
+    ) + 1
 
 
 def _offsets(tensor: torch.Tensor) -> torch.Tensor:

@@ -142,11 +142,18 @@ def _inside(node: ast.stmt, line: int) -> bool:
 
 def _names_of_lines(tree: ast.Module, lines: list[int]) -> set[str]:
     """What a caller has to mention to reach the lines: their top-level class or function."""
-    return {node.name for node in tree.body if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and any(_inside(node, line) for line in lines)}
+    return {
+        node.name
+        for node in tree.body
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and any(_inside(node, line) for line in lines)
+    }
 
 
 def _mentions(node: ast.ClassDef, names: set[str]) -> bool:
-    return any((isinstance(n, ast.Name) and n.id in names) or (isinstance(n, ast.Attribute) and n.attr in names) for n in ast.walk(node))
+    return any(
+        (isinstance(n, ast.Name) and n.id in names) or (isinstance(n, ast.Attribute) and n.attr in names)
+        for n in ast.walk(node)
+    )
 
 
 def owners(tree: ast.Module, module: ModuleType, lines: list[int]) -> list[Driver]:
@@ -226,7 +233,11 @@ class Outcome:
         """Autograd refused an in-place write on the spot. It names no line when a custom
         Function broke its contract (reported after `forward` returned, or at the caller's
         later write to the Function's output): then the Function's executed lines are blamed."""
-        lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == self.file and frame.lineno is not None]
+        lines = [
+            frame.lineno
+            for frame in traceback.extract_tb(error.__traceback__)
+            if frame.filename == self.file and frame.lineno is not None
+        ]
         if lines:
             self.raised_at.add(lines[-1])
         named = OUTPUT_OF_FUNCTION.search(str(error))
@@ -339,7 +350,12 @@ class Harness:
             found.append(Entry("forward", inputs.slots(instance.forward, skip=0)))
         for name, function in vars(self.driver).items():
             code = getattr(function, "__code__", None)
-            if name.startswith("_") or name == "forward" or code is None or code.co_filename != str(self.module.__file__):
+            if (
+                name.startswith("_")
+                or name == "forward"
+                or code is None
+                or code.co_filename != str(self.module.__file__)
+            ):
                 continue
             last = max((line for _, _, line in code.co_lines() if line), default=code.co_firstlineno)
             if any(code.co_firstlineno <= line <= last for line in lines):
@@ -375,7 +391,11 @@ class Harness:
             leading = inputs.first_layer(built) if isinstance(built, nn.Module) else None
         candidates = list(inputs.layouts(entry.slots, leading))
         try:
-            fitting = [layout for layout in candidates[: inputs.META_TRIALS] if meta is not None and self._runs_on_meta(meta, entry, layout)]
+            fitting = [
+                layout
+                for layout in candidates[: inputs.META_TRIALS]
+                if meta is not None and self._runs_on_meta(meta, entry, layout)
+            ]
         except _TooLong:  # meta cannot tell: the candidates run on the real device instead
             fitting = []
         yield from fitting
@@ -397,7 +417,11 @@ class Harness:
     def twin(self, copy: ModuleType) -> Harness:
         """The same driver, built with the same arguments, from `copy` of the file (with a fix
         applied); a driver from another file stays itself (see `fixed.standing_in`)."""
-        driver = getattr(copy, self.driver.__name__, None) if getattr(self.driver, "__module__", None) == self.module.__name__ else self.driver
+        driver = (
+            getattr(copy, self.driver.__name__, None)
+            if getattr(self.driver, "__module__", None) == self.module.__name__
+            else self.driver
+        )
         if driver is None:
             raise NotRun(f"{self.driver.__name__} is gone once the fix is applied")
         return Harness(driver, copy, self.request, (self.args, self.kwargs))
@@ -407,7 +431,9 @@ class Harness:
         instance = self.build()
         return instance.state_dict() if isinstance(instance, nn.Module) else None
 
-    def run(self, entry: Entry, layout: Layout | None, scale: float = 1.0, weights: dict[str, Any] | None = None) -> list[torch.Tensor | None]:
+    def run(
+        self, entry: Entry, layout: Layout | None, scale: float = 1.0, weights: dict[str, Any] | None = None
+    ) -> list[torch.Tensor | None]:
         """Forward + backward without any observer: outputs, parameter and input gradients."""
         instance = self.build()
         if weights is not None and isinstance(instance, nn.Module):
@@ -437,7 +463,9 @@ def _time_limit(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def drive(driver: Drivable, module: ModuleType, request: Request, outcome: Outcome, arguments: tuple[Args, Kwargs]) -> None:
+def drive(
+    driver: Drivable, module: ModuleType, request: Request, outcome: Outcome, arguments: tuple[Args, Kwargs]
+) -> None:
     """Build, feed and run one driver; raises NotRun with the reason when it cannot be done."""
     harness = Harness(driver, module, request, arguments)
     built: list[object] = []
@@ -504,7 +532,9 @@ def _compare_fixes(harness: Harness, entry: Entry, layout: Layout | None, outcom
                 outcome.changed[line] = f"{CHANGES} ({how})"
 
 
-def _alternative(harness: Harness, entry: Entry, layout: Layout | None, request: Request, file: str, line: int, code: str) -> Alternative | None:
+def _alternative(
+    harness: Harness, entry: Entry, layout: Layout | None, request: Request, file: str, line: int, code: str
+) -> Alternative | None:
     """How to run the driver with the fix of `code` at `line`: the finding's own fix applied to
     a copy of the file, else the code's run-time stand-in; None when there is neither."""
     fix = request.fixes.get(line, {}).get(code)
@@ -534,7 +564,9 @@ def _alternative(harness: Harness, entry: Entry, layout: Layout | None, request:
 
 
 def _out_of_memory(error: BaseException) -> bool:
-    return isinstance(error, MemoryError) or (isinstance(error, RuntimeError) and bool(OUT_OF_MEMORY.search(str(error))))
+    return isinstance(error, MemoryError) or (
+        isinstance(error, RuntimeError) and bool(OUT_OF_MEMORY.search(str(error)))
+    )
 
 
 def _describe(error: BaseException, memory_bytes: int | None = None) -> str:
@@ -574,7 +606,11 @@ def probe(request: Request, emit: Callable[[dict[int, str]], None]) -> None:
             target = driver.load()
             if not _drivable(target):
                 raise NotRun(f"{driver.name} is not an nn.Module, autograd.Function or function")
-            variants = inputs.constructor_variants(target, request.specs.get(driver.name)) if _is_module(target) else [((), {})]
+            variants = (
+                inputs.constructor_variants(target, request.specs.get(driver.name))
+                if _is_module(target)
+                else [((), {})]
+            )
         except NotRun as reason:
             reasons.update({line: f"not run: {reason}" for line in driver.owned})
             return
@@ -592,7 +628,13 @@ def probe(request: Request, emit: Callable[[dict[int, str]], None]) -> None:
             except NotRun as reason:
                 reasons.update({line: f"not run: {reason}" for line in driver.owned if number == 0})
             except BaseException as error:  # sys.exit() and friends inside the user's forward
-                reasons.update({line: f"not run: {driver.name} raised {_describe(error, request.memory_bytes)}" for line in driver.owned if number == 0})
+                reasons.update(
+                    {
+                        line: f"not run: {driver.name} raised {_describe(error, request.memory_bytes)}"
+                        for line in driver.owned
+                        if number == 0
+                    }
+                )
             update = {}
             for line in speaks_for:
                 status = outcome.status(line, owned=line in driver.owned and not failed)
@@ -606,7 +648,11 @@ def probe(request: Request, emit: Callable[[dict[int, str]], None]) -> None:
     if remaining := unproven(lines):
         for driver in callers(request.file, tree, module, remaining):
             run(driver, remaining)
-    leftover = {line: reasons.get(line, "not run: no nn.Module, autograd.Function or function holds or uses this line") for line in lines if line not in best}
+    leftover = {
+        line: reasons.get(line, "not run: no nn.Module, autograd.Function or function holds or uses this line")
+        for line in lines
+        if line not in best
+    }
     if leftover:
         emit(leftover)
 
@@ -616,4 +662,8 @@ def _is_module(target: object) -> TypeGuard[type[nn.Module]]:
 
 
 def _drivable(target: object) -> TypeGuard[Drivable]:
-    return _is_module(target) or (isinstance(target, type) and issubclass(target, torch.autograd.Function)) or inspect.isfunction(target)
+    return (
+        _is_module(target)
+        or (isinstance(target, type) and issubclass(target, torch.autograd.Function))
+        or inspect.isfunction(target)
+    )

@@ -89,7 +89,13 @@ class WriteEvent(SavedEvent):
 
 
 def write_event(
-    op: str, version: int, site: Site | None, saved: SavedEvent, built: Related | None = None, local: Variables | None = None, detached: bool = False
+    op: str,
+    version: int,
+    site: Site | None,
+    saved: SavedEvent,
+    built: Related | None = None,
+    local: Variables | None = None,
+    detached: bool = False,
 ) -> WriteEvent:
     return WriteEvent(op, version, site, diagnose(op, site, saved.site, local, detached), built)
 
@@ -101,7 +107,9 @@ class InplaceCulpritError(RuntimeError):
     when raised at backward, where autograd would have raised its version-counter error.
     """
 
-    def __init__(self, tensor: TensorInfo, saved: SavedEvent, writes: tuple[WriteEvent, ...], version: int, at_write: bool) -> None:
+    def __init__(
+        self, tensor: TensorInfo, saved: SavedEvent, writes: tuple[WriteEvent, ...], version: int, at_write: bool
+    ) -> None:
         self.tensor = tensor
         self.saved = saved
         self.writes = writes
@@ -125,7 +133,9 @@ class InplaceCulpritError(RuntimeError):
             "mutation": site_dict(mutation.site) if mutation else None,
             "built": mutation.built.to_dict() if mutation and mutation.built else None,
             "saved": {"op": self.saved.op, **(site_dict(self.saved.site) or {})},
-            "writes": [{"op": write.op, "version": write.version, **(site_dict(write.site) or {})} for write in self.writes],
+            "writes": [
+                {"op": write.op, "version": write.version, **(site_dict(write.site) or {})} for write in self.writes
+            ],
             "text": str(self),
         }
 

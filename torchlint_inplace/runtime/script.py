@@ -81,7 +81,10 @@ def run_script(
 
 
 def _write_text(
-    stream: TextIO, error: InplaceCulpritError | InplaceRefusalError | None, reports: list[SilentReport], fail_on_silent: bool
+    stream: TextIO,
+    error: InplaceCulpritError | InplaceRefusalError | None,
+    reports: list[SilentReport],
+    fail_on_silent: bool,
 ) -> None:
     if error is not None:
         stream.write(f"{PREFIX}{error}\n")

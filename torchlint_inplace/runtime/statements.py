@@ -76,7 +76,9 @@ def _find_statement(tree: ast.Module, line: int) -> Statement | None:
         if node is None:
             return found
         blocks = [block for block in _blocks(node) if block]
-        inner = next((block for block in blocks if block[0].lineno <= line <= (block[-1].end_lineno or block[-1].lineno)), None)
+        inner = next(
+            (block for block in blocks if block[0].lineno <= line <= (block[-1].end_lineno or block[-1].lineno)), None
+        )
         if inner is None:
             header = tuple(_header(node))
             return Statement(node, header if blocks else None)
@@ -118,7 +120,11 @@ def bound_targets(statement: Statement) -> frozenset[str]:
         for element in ast.walk(target):
             if isinstance(element, ast.Name) and isinstance(element.ctx, ast.Store):
                 names.add(element.id)
-            elif isinstance(element, (ast.Subscript, ast.Attribute)) and isinstance(element.ctx, ast.Store) and (text := target_text(element)):
+            elif (
+                isinstance(element, (ast.Subscript, ast.Attribute))
+                and isinstance(element.ctx, ast.Store)
+                and (text := target_text(element))
+            ):
                 names.add(text)
     names |= {node.target.id for node in ast.walk(statement.node) if isinstance(node, ast.NamedExpr)}
     return frozenset(names)
@@ -155,7 +161,11 @@ def inplace_forms(statement: Statement) -> tuple[InplaceForm, ...]:
     if statement.header is None and isinstance(node, ast.AugAssign):
         forms.append(InplaceForm(_AUG_OPS.get(type(node.op), "op") + "=", _root(node.target), (node.value,)))
     if statement.header is None and isinstance(node, ast.Assign):
-        forms += [InplaceForm("[...] =", _root(target), (node.value,)) for target in node.targets if isinstance(target, ast.Subscript)]
+        forms += [
+            InplaceForm("[...] =", _root(target), (node.value,))
+            for target in node.targets
+            if isinstance(target, ast.Subscript)
+        ]
     for part in statement.parts():
         for call in (call for call in ast.walk(part) if isinstance(call, ast.Call)):
             forms += _call_forms(call)
@@ -175,15 +185,27 @@ def evaluated_forms(statement: Statement, local: Variables, global_: Variables) 
 
 
 def _call_forms(call: ast.Call) -> list[InplaceForm]:
-    name = call.func.attr if isinstance(call.func, ast.Attribute) else call.func.id if isinstance(call.func, ast.Name) else ""
+    name = (
+        call.func.attr
+        if isinstance(call.func, ast.Attribute)
+        else call.func.id
+        if isinstance(call.func, ast.Name)
+        else ""
+    )
     forms = []
     for keyword in call.keywords:
         if keyword.arg == "out":
             forms.append(InplaceForm(name, _root(keyword.value), tuple(call.args)))
-        elif keyword.arg == "inplace" and call.args and not (isinstance(keyword.value, ast.Constant) and not keyword.value.value):
+        elif (
+            keyword.arg == "inplace"
+            and call.args
+            and not (isinstance(keyword.value, ast.Constant) and not keyword.value.value)
+        ):
             forms.append(InplaceForm(name, _root(call.args[0]), tuple(call.args[1:])))
     if name.endswith("_") and not name.startswith("_"):
-        if isinstance(call.func, ast.Attribute):  # `t.add_(y)`, or `torch.relu_(t)` (told apart by evaluating the receiver)
+        if isinstance(
+            call.func, ast.Attribute
+        ):  # `t.add_(y)`, or `torch.relu_(t)` (told apart by evaluating the receiver)
             forms.append(InplaceForm(name, _root(call.func.value), tuple(call.args), method=True))
         if call.args:
             forms.append(InplaceForm(name, _root(call.args[0]), tuple(call.args[1:])))

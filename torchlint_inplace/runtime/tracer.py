@@ -41,7 +41,9 @@ from .sites import Site, frame_site, outward, user_frame, user_site
 
 _DETACH = torch.ops.aten.detach.default
 # Ops returning several views of one tensor, which autograd refuses to let be written in place.
-_MULTI_VIEW_OPS = frozenset(getattr(torch.ops.aten, name) for name in ("split", "split_with_sizes", "unbind", "chunk", "tensor_split"))
+_MULTI_VIEW_OPS = frozenset(
+    getattr(torch.ops.aten, name) for name in ("split", "split_with_sizes", "unbind", "chunk", "tensor_split")
+)
 
 # Dropping index entries whose records all died costs a pass over the index; do it this often.
 _SWEEP_EVERY = 4096
@@ -85,7 +87,9 @@ class _WriteWatch(TorchDispatchMode):
     after, so a pending record belongs to the next op unless it is a result of the last one."""
 
     def __init__(self, tracer: Tracer) -> None:
-        TorchDispatchMode.__init__(self)  # a direct call: mypy exempts unannotated torch code (untyped_calls_exclude) there, not through super()
+        TorchDispatchMode.__init__(
+            self
+        )  # a direct call: mypy exempts unannotated torch code (untyped_calls_exclude) there, not through super()
         self.tracer = tracer
         self.last_op = "?"
         self.last_outputs: Sequence[object] = ()
@@ -116,7 +120,9 @@ class _WriteWatch(TorchDispatchMode):
         self.last_op = name
         self.last_outputs = out if isinstance(out, (tuple, list)) else (out,)
         if viewing:
-            tracer.silent.on_read([item for item in self.last_outputs if isinstance(item, torch.Tensor)], sys._getframe(1))
+            tracer.silent.on_read(
+                [item for item in self.last_outputs if isinstance(item, torch.Tensor)], sys._getframe(1)
+            )
         if func.overloadpacket in _MULTI_VIEW_OPS:
             tracer.views_made(self.last_outputs)
         return out
@@ -157,7 +163,9 @@ class Tracer(contextlib.ContextDecorator):
         stack.enter_context(torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack))
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         __tracebackhide__ = True  # pytest shows the user's frames, not this one
         stack, self._watch = self._entered.pop()
         stack.__exit__(exc_type, exc, tb)
@@ -186,7 +194,9 @@ class Tracer(contextlib.ContextDecorator):
         """Whether the op returns a view of an argument (`select`, `view`, `transpose`, ...)."""
         view = _views.get(func)
         if view is None:
-            view = _views[func] = any(result.alias_info is not None and not result.alias_info.is_write for result in func._schema.returns)
+            view = _views[func] = any(
+                result.alias_info is not None and not result.alias_info.is_write for result in func._schema.returns
+            )
         return view
 
     @staticmethod
@@ -226,7 +236,9 @@ class Tracer(contextlib.ContextDecorator):
             record.op = _op_of_node(node.name())
         version = record.alias._version
         if version != record.version:
-            raise InplaceCulpritError(tensor_info(record.alias), record.event(), tuple(record.writes), version, at_write=False)
+            raise InplaceCulpritError(
+                tensor_info(record.alias), record.event(), tuple(record.writes), version, at_write=False
+            )
         report = _hidden_write(record) if record.hidden else None
         if report is not None:
             self.silent.add(report)
@@ -244,12 +256,18 @@ class Tracer(contextlib.ContextDecorator):
             found = user_frame(sys._getframe(1))
             site = frame_site(*found) if found is not None else None
             local = found[0].f_locals if found is not None else {}
-            built = built_at(writing_module(outward(sys._getframe(1)))) if site is not None and (site.via or "").startswith("nn/") else None
+            built = (
+                built_at(writing_module(outward(sys._getframe(1))))
+                if site is not None and (site.via or "").startswith("nn/")
+                else None
+            )
             grad = torch.is_grad_enabled()
             for record in list(records):
                 # the user's own write through an alias out of the graph (`.detach()`); torch's code
                 # detaching on the user's behalf (`max_norm`) keeps the form of the user's line
-                detached = grad and record.in_graph and not target.requires_grad and site is not None and site.via is None
+                detached = (
+                    grad and record.in_graph and not target.requires_grad and site is not None and site.via is None
+                )
                 write = write_event(op, target._version + 1, site, record.event(), built, local, detached)
                 if not shares_version_counter(target, record.alias):
                     if overlaps(target, record.alias):
@@ -257,7 +275,9 @@ class Tracer(contextlib.ContextDecorator):
                     continue
                 record.writes.append(write)
                 if self.fail_fast:
-                    raise InplaceCulpritError(tensor_info(record.alias), record.event(), tuple(record.writes), target._version, at_write=True)
+                    raise InplaceCulpritError(
+                        tensor_info(record.alias), record.event(), tuple(record.writes), target._version, at_write=True
+                    )
 
     # --- views ----------------------------------------------------------------------------
 

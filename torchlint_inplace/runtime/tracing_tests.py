@@ -53,7 +53,12 @@ class TracedTests:
             pytest.fail("\n\n".join(f"torchlint-inplace: {report.render()}" for report in reports), pytrace=False)
         for report in reports:
             # Located at the user's line, as pytest's summary lists it.
-            warnings.warn_explicit(self.warning(f"torchlint-inplace: {report.render()}"), self.warning, report.write.file, report.write.line)
+            warnings.warn_explicit(
+                self.warning(f"torchlint-inplace: {report.render()}"),
+                self.warning,
+                report.write.file,
+                report.write.line,
+            )
         return result
 
     def _attach(self, item: pytest.Item, tracer: Tracer) -> None:
@@ -61,7 +66,9 @@ class TracedTests:
             item.add_report_section("call", _SECTION, "\n\n".join(report.render() for report in tracer.reports))
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         excinfo = call.excinfo
         if excinfo is not None and isinstance(excinfo.value, InplaceRefusalError):

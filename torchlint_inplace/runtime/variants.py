@@ -75,7 +75,9 @@ def _inplace_functionals() -> dict[str, tuple[Callable[..., Any], inspect.Signat
     return found
 
 
-def _out_of_place_from(file: str, line: int, function: Callable[..., Any], signature: inspect.Signature) -> Callable[..., Any]:
+def _out_of_place_from(
+    file: str, line: int, function: Callable[..., Any], signature: inspect.Signature
+) -> Callable[..., Any]:
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if _called_from(file, line):
@@ -89,9 +91,13 @@ def _out_of_place_from(file: str, line: int, function: Callable[..., Any], signa
 
 def _tip004(file: str, line: int) -> list[tuple[object, str, object]]:
     functionals = _inplace_functionals()
-    wrappers = {name: _out_of_place_from(file, line, function, signature) for name, (function, signature) in functionals.items()}
+    wrappers = {
+        name: _out_of_place_from(file, line, function, signature) for name, (function, signature) in functionals.items()
+    }
     replacements: list[tuple[object, str, object]] = [(F, name, wrapper) for name, wrapper in wrappers.items()]
-    return replacements + rebindings({id(functionals[name][0]): wrapper for name, wrapper in wrappers.items()}, skip=(F,))
+    return replacements + rebindings(
+        {id(functionals[name][0]): wrapper for name, wrapper in wrappers.items()}, skip=(F,)
+    )
 
 
 def _enclosing_function(file: str, line: int) -> list[str] | None:
@@ -150,7 +156,9 @@ class _WritesAtLine(TorchDispatchMode):
     """Collects the storages that in-place ops issued from one source line write to."""
 
     def __init__(self, file: str, line: int) -> None:
-        TorchDispatchMode.__init__(self)  # a direct call: mypy exempts unannotated torch code (untyped_calls_exclude) there, not through super()
+        TorchDispatchMode.__init__(
+            self
+        )  # a direct call: mypy exempts unannotated torch code (untyped_calls_exclude) there, not through super()
         self.file, self.line = file, line
         self.storages: set[int] = set()
 
