@@ -229,9 +229,8 @@ class CallerWatches:
         if not any(frame is holder for frame in frames):
             self._returned(watch)
             return True  # the holder returned: it reads nothing any more
-        if watch.child is not None and any(
-            frame is watch.child for frame in frames
-        ):  # still inside the call that wrote
+        # still inside the call that wrote
+        if watch.child is not None and any(frame is watch.child for frame in frames):
             if not watch.vouched and any(frame is watch.writer for frame in frames):
                 watch.vouched = True  # the callee reads what it wrote: it wrote it for its own use
             return False

@@ -203,9 +203,8 @@ def _call_forms(call: ast.Call) -> list[InplaceForm]:
         ):
             forms.append(InplaceForm(name, _root(call.args[0]), tuple(call.args[1:])))
     if name.endswith("_") and not name.startswith("_"):
-        if isinstance(
-            call.func, ast.Attribute
-        ):  # `t.add_(y)`, or `torch.relu_(t)` (told apart by evaluating the receiver)
+        # `t.add_(y)`, or `torch.relu_(t)` (told apart by evaluating the receiver)
+        if isinstance(call.func, ast.Attribute):
             forms.append(InplaceForm(name, _root(call.func.value), tuple(call.args), method=True))
         if call.args:
             forms.append(InplaceForm(name, _root(call.args[0]), tuple(call.args[1:])))

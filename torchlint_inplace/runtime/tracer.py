@@ -87,9 +87,8 @@ class _WriteWatch(TorchDispatchMode):
     after, so a pending record belongs to the next op unless it is a result of the last one."""
 
     def __init__(self, tracer: Tracer) -> None:
-        TorchDispatchMode.__init__(
-            self
-        )  # a direct call: mypy exempts unannotated torch code (untyped_calls_exclude) there, not through super()
+        # A direct call: mypy exempts unannotated torch code (untyped_calls_exclude) there, not through super().
+        TorchDispatchMode.__init__(self)
         self.tracer = tracer
         self.last_op = "?"
         self.last_outputs: Sequence[object] = ()

@@ -156,9 +156,8 @@ class _WritesAtLine(TorchDispatchMode):
     """Collects the storages that in-place ops issued from one source line write to."""
 
     def __init__(self, file: str, line: int) -> None:
-        TorchDispatchMode.__init__(
-            self
-        )  # a direct call: mypy exempts unannotated torch code (untyped_calls_exclude) there, not through super()
+        # A direct call: mypy exempts unannotated torch code (untyped_calls_exclude) there, not through super().
+        TorchDispatchMode.__init__(self)
         self.file, self.line = file, line
         self.storages: set[int] = set()
 
