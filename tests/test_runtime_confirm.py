@@ -25,6 +25,7 @@ pytestmark = pytest.mark.slow  # runs the fixtures' code under torch in a fork s
 
 torch = pytest.importorskip("torch")
 
+from support import every_rule  # noqa: E402
 from test_fixtures import (  # noqa: E402
     FIXTURES,
     _kind,
@@ -37,11 +38,9 @@ from test_fixtures import (  # noqa: E402
     safe_lines,
 )
 
-from torchlint_inplace.diagnostics import Applicability, Edit, Finding, Fix, Position, Severity, Span  # noqa: E402
-from support import every_rule  # noqa: E402
-
 from torchlint_inplace import registry  # noqa: E402
 from torchlint_inplace.api import lint_source  # noqa: E402
+from torchlint_inplace.diagnostics import Applicability, Edit, Finding, Fix, Position, Severity, Span  # noqa: E402
 from torchlint_inplace.runtime.confirm import ConfirmOptions, confirm_files  # noqa: E402
 
 # The fixture folders whose labels are settled (realworld/ and precision/ are still growing).
@@ -60,7 +59,9 @@ CHANGES = "confirmed: changes results"
 
 def _finding(path: Path, line: int, code: str = "TIP001") -> Finding:
     span = Span(Position(line, 0), Position(line, 1))
-    return Finding(path=str(path), code=code, name="test", message="test", severity=Severity.ERROR, span=span, consequence="")
+    return Finding(
+        path=str(path), code=code, name="test", message="test", severity=Severity.ERROR, span=span, consequence=""
+    )
 
 
 def _line(path: Path, text: str) -> int:
@@ -245,7 +246,12 @@ WRITTEN_LINES = {
     "hangs.py": "x.mul_(2)",
 }
 # Whole lines (indentation included) of models.py, by the status they should get.
-MODEL_LINES = {"benign": "        y.add_(1.0)", "unbuildable": "        x.mul_(2)", "configured": "        s.mul_(2)", "not reached": "            x.mul_(2)"}
+MODEL_LINES = {
+    "benign": "        y.add_(1.0)",
+    "unbuildable": "        x.mul_(2)",
+    "configured": "        s.mul_(2)",
+    "not reached": "            x.mul_(2)",
+}
 
 
 # A package whose findings are judged against their fixes: `model.py` imports a constant
@@ -305,7 +311,9 @@ def _fix_jobs(project: Path) -> dict[str, Finding]:
     for name, text in FIX_PACKAGE.items():
         (package / name).write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
     model = package / "model.py"
-    found = {finding.code: finding for finding in lint_source(model.read_text(encoding="utf-8"), str(model), every_rule())}
+    found = {
+        finding.code: finding for finding in lint_source(model.read_text(encoding="utf-8"), str(model), every_rule())
+    }
     assert set(found) == {"TIP004", "TIP007"} and all(finding.fix is not None for finding in found.values())
     keyword = _line(model, "inplace=True")
     column = model.read_text(encoding="utf-8").splitlines()[keyword - 1].index("True")
@@ -394,11 +402,17 @@ def test_hazard_lines_are_confirmed_as_their_drivers_behave(run: dict) -> None:
         if "silent" in kinds and finding.code in SILENT_FORMS:
             wanted.add(CHANGES)
         if reason is not None:
-            assert _kind_of(status) not in wanted, f"{finding.path}:{finding.line} is now {status}: drop it from UNPROVABLE"
+            assert _kind_of(status) not in wanted, (
+                f"{finding.path}:{finding.line} is now {status}: drop it from UNPROVABLE"
+            )
         elif wanted and _kind_of(status) not in wanted:
-            problems.append(f"{finding.path}:{finding.line} {finding.code} {status}, expected {' or '.join(sorted(wanted))}")
+            problems.append(
+                f"{finding.path}:{finding.line} {finding.code} {status}, expected {' or '.join(sorted(wanted))}"
+            )
         elif _kind_of(status) == CHANGES and not status.startswith(f"{CHANGES} ({_judged_against(finding)}"):
-            problems.append(f"{finding.path}:{finding.line} {finding.code} {status}: not judged against {_judged_against(finding)}")
+            problems.append(
+                f"{finding.path}:{finding.line} {finding.code} {status}: not judged against {_judged_against(finding)}"
+            )
     assert not problems, "\n".join(problems)
     assert sum(_kind_of(status) == CHANGES for status in run["statuses"].values()) >= 4
 
@@ -411,7 +425,9 @@ def _kind_of(status: str) -> str:
 def _judged_against(finding: Finding) -> str:
     """How a changed result's status begins to say what it was compared with: the finding's own
     fix, else a run-time stand-in."""
-    return f"against its fix: {finding.fix.description})" if finding.fix is not None else "no fix to apply; against a run "
+    return (
+        f"against its fix: {finding.fix.description})" if finding.fix is not None else "no fix to apply; against a run "
+    )
 
 
 def test_changes_results_are_judged_against_the_fixers_edit(run: dict) -> None:
@@ -424,30 +440,47 @@ def test_changes_results_are_judged_against_the_fixers_edit(run: dict) -> None:
     assert statuses["no-op fix"] == "benign"
     # ...which, with no fix to apply, does show the change.
     assert statuses["no fix"] == f"{CHANGES} (no fix to apply; against a run with `inplace=False` at this line)"
-    assert statuses["no fix TIP007"] == f"{CHANGES} (no fix to apply; against a run with copies of the function's tensor arguments)"
+    assert (
+        statuses["no fix TIP007"]
+        == f"{CHANGES} (no fix to apply; against a run with copies of the function's tensor arguments)"
+    )
 
 
 def _in_function(finding: Finding) -> bool:
     """Whether the line lies in a module-level function (a training step needing a model and
     optimizers, which --confirm cannot synthesise), not in a class."""
     tree = ast.parse(Path(finding.path).read_text(encoding="utf-8"))
-    return any(isinstance(node, ast.FunctionDef) and node.lineno <= finding.line <= node.end_lineno for node in tree.body)
+    return any(
+        isinstance(node, ast.FunctionDef) and node.lineno <= finding.line <= node.end_lineno for node in tree.body
+    )
 
 
 def test_safe_lookalikes_are_benign(run: dict) -> None:
     """None is confirmed; of those --confirm can run (a class it can build), most ran benign
     (the rest are on paths synthetic inputs do not take, such as an inference-only branch)."""
-    runnable = [finding for finding in run["safe"] if not (run["statuses"][finding].startswith("not run:") and _in_function(finding))]
-    problems = [f"{finding.path}:{finding.line} {run['statuses'][finding]}" for finding in runnable if run["statuses"][finding] not in ("benign", "not reached")]
+    runnable = [
+        finding
+        for finding in run["safe"]
+        if not (run["statuses"][finding].startswith("not run:") and _in_function(finding))
+    ]
+    problems = [
+        f"{finding.path}:{finding.line} {run['statuses'][finding]}"
+        for finding in runnable
+        if run["statuses"][finding] not in ("benign", "not reached")
+    ]
     assert not problems, "\n".join(problems)
     benign = [finding for finding in runnable if run["statuses"][finding] == "benign"]
-    assert len(benign) >= 0.8 * len(runnable), [(f.path, f.line, run["statuses"][f]) for f in runnable if f not in benign]
+    assert len(benign) >= 0.8 * len(runnable), [
+        (f.path, f.line, run["statuses"][f]) for f in runnable if f not in benign
+    ]
 
 
 def test_written_modules(run: dict) -> None:
     statuses, models = run["statuses"], run["models"]
     assert statuses[models["benign"]] == "benign"
-    assert statuses[models["unbuildable"]].startswith("not run: cannot build constructor argument `config: dict` of Unbuildable")
+    assert statuses[models["unbuildable"]].startswith(
+        "not run: cannot build constructor argument `config: dict` of Unbuildable"
+    )
     assert statuses[models["configured"]] == "confirmed: raises"  # built and fed from the config table
     assert statuses[models["not reached"]] == "not reached"
 
@@ -462,7 +495,9 @@ def test_misbehaving_modules_are_reported_and_the_run_goes_on(run: dict) -> None
     assert statuses["forks_a_new_session.py"] == "confirmed: raises"
     assert statuses["hangs.py"] == f"not run: killed after the {TIMEOUT_S:g}s timeout"
     assert statuses["exits_in_forward.py"] == "not run: Exits raised SystemExit: 5"
-    assert statuses["reads_stdin_at_import.py"] == "not run: importing the file raised EOFError: EOF when reading a line"
+    assert (
+        statuses["reads_stdin_at_import.py"] == "not run: importing the file raised EOFError: EOF when reading a line"
+    )
 
 
 @pytest.mark.parametrize("name", ["forks.py", "forks_a_new_session.py"])
@@ -492,9 +527,15 @@ def test_code_runs_in_the_project_root_with_a_filtered_environment(run: dict) ->
 
 def test_the_parent_is_unchanged(run: dict) -> None:
     before, after = run["parent"]
-    added = {name for name in after["modules"] - before["modules"] if str(run["project"]) in str(getattr(sys.modules[name], "__file__", ""))}
+    added = {
+        name
+        for name in after["modules"] - before["modules"]
+        if str(run["project"]) in str(getattr(sys.modules[name], "__file__", ""))
+    }
     assert not added
-    assert {key: value for key, value in after.items() if key != "modules"} == {key: value for key, value in before.items() if key != "modules"}
+    assert {key: value for key, value in after.items() if key != "modules"} == {
+        key: value for key, value in before.items() if key != "modules"
+    }
 
 
 def test_grad_mode_set_at_import_stays_in_its_file(run: dict) -> None:
@@ -524,7 +565,10 @@ def hungry(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         text = f"import torch\nfrom torch import nn\n\nclass Hungry(nn.Module):\n    def forward(self, x):\n        held = {allocation}\n        x.mul_(2)\n        return x\n"
         (project / name).write_text(text, encoding="utf-8")
         findings[name] = _finding(project / name, 7)
-    statuses = confirm_files([(finding.path, [finding]) for finding in findings.values()], ConfirmOptions(timeout=MEMORY_TIMEOUT_S, memory_bytes=MEMORY_LIMIT))
+    statuses = confirm_files(
+        [(finding.path, [finding]) for finding in findings.values()],
+        ConfirmOptions(timeout=MEMORY_TIMEOUT_S, memory_bytes=MEMORY_LIMIT),
+    )
     return {name: statuses[finding] for name, finding in findings.items()}
 
 

@@ -258,6 +258,93 @@ def test_a_container_holding_the_tensor_under_another_key_is_an_alias() -> None:
     )
 
 
+def shift_then_activate(x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    x += bias
+    return torch.nn.functional.relu(x, inplace=True)
+
+
+def shifted_x_returned() -> torch.Tensor:
+    x = torch.randn(3)
+    y = shift_then_activate(x, torch.ones(3))  # noqa: F841 (bound, so not a call made for its effect)
+    return x
+
+
+def shifted_x_read_again() -> torch.Tensor:
+    x = torch.randn(3)
+    y = shift_then_activate(x, torch.ones(3))
+    return x * 2 + y
+
+
+def shifted_result_returned() -> tuple[torch.Tensor, torch.Tensor]:
+    x, other = torch.randn(3), torch.randn(3)
+    pair = (x, other)
+    y = shift_then_activate(x, torch.ones(3))
+    return y, pair[1]
+
+
+def test_returning_the_written_tensor_is_the_callers_later_read() -> None:
+    """A caller that only returns the tensor its callee wrote (no op reads it) hands the written
+    values on; the callee is known to have meant the write because it returned the tensor (a
+    call's result, not a name: seen only at run time)."""
+    reports = _reports(shifted_x_returned)
+    report = next(report for report in reports if report.rule == "TIP007")
+    assert report.write.line == source_line(shift_then_activate, "x += bias")
+    assert report.related[0].role == "`x` returned"
+    assert report.related[0].site.line == source_line(shifted_x_returned, "return x")
+    assert "returns the same tensor as `x`" in report.summary and "whoever it returns to" in report.summary
+    relu = next(report for report in reports if report.rule == "TIP004")
+    assert relu.write.line == source_line(shift_then_activate, "return torch.nn.functional.relu(x, inplace=True)")
+    [read] = [report for report in _reports(shifted_x_read_again) if report.rule == "TIP007"]
+    assert read.related[0].site.line == source_line(shifted_x_read_again, "return x * 2 + y")
+
+
+def test_returning_the_result_or_another_element_is_no_read() -> None:
+    assert _reports(shifted_result_returned) == []
+
+
+class Images:
+    """A dataset keeping its images in memory and transforming each on access."""
+
+    def __init__(self, transform) -> None:
+        self.data = torch.rand(4, 2, 3)
+        self.transform = transform
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        image = self.data[index]
+        image = self.transform(image)
+        return image
+
+
+def normalize(image: torch.Tensor) -> torch.Tensor:
+    image.sub_(0.5).div_(0.2)
+    return image
+
+
+def normalize_a_copy(image: torch.Tensor) -> torch.Tensor:
+    image = image.clone()
+    image.sub_(0.5).div_(0.2)
+    return image
+
+
+def test_an_objects_kept_tensor_written_by_a_callee_is_reported_at_its_next_read() -> None:
+    images = Images(normalize)
+    [report] = _reports(lambda: (images[0], images[1], images[0]))
+    assert (report.kind, report.rule, report.name) == ("state-read-again", "TIP007", "self.data")
+    assert report.write.line == source_line(normalize, "image.sub_(0.5).div_(0.2)")
+    handed, read = report.related
+    assert handed.site.line == source_line(Images.__getitem__, "image = self.transform(image)")
+    assert read.site.line == source_line(Images.__getitem__, "image = self.data[index]")
+    assert "`Images` keeps as `self.data`" in report.summary and report.tensor.shape == (2, 3)
+    assert report.to_dict()["kind"] == "state-read-again"
+
+
+def test_other_elements_of_a_kept_tensor_or_a_copy_written_are_not_reported() -> None:
+    images = Images(normalize)
+    assert _reports(lambda: [images[index] for index in range(4)]) == [], "each image read once"
+    copying = Images(normalize_a_copy)
+    assert _reports(lambda: (copying[0], copying[0])) == []
+
+
 def test_overlapping_operand_is_reported_and_disjoint_or_identical_operands_are_not() -> None:
     def centre() -> None:
         x = torch.arange(12.0).reshape(3, 4)

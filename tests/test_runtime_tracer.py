@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow  # runs every fixture driver under torch and the t
 
 torch = pytest.importorskip("torch")
 
-from test_fixtures import DRIVER_CASES, FIXTURES, _kind, fixture_root, _test_id, expected_findings, load_fixture  # noqa: E402
+from test_fixtures import DRIVER_CASES, FIXTURES, _kind, _test_id, expected_findings, fixture_root, load_fixture  # noqa: E402
 
 import torchlint_inplace  # noqa: E402
 from torchlint_inplace.runtime import InplaceCulpritError, InplaceRefusalError, trace  # noqa: E402
@@ -47,8 +47,14 @@ TRACER_GAPS = {
     ("realworld/recurrent_linear_attention.py::raises_training_through_two_steps", None): _RULE_BY_TEXT,
     ("realworld/megablocks_router_norm.py::raises_normalize_top_k_in_place", None): _SAVE_ORDER,
     ("realworld/yolo_nms_conf.py::raises_grad_cam_score_through_nms", None): _SAVE_ORDER,
-    ("precision/graph_never_reaches_backward.py::safe_only_indices_leave", "fail-fast"): "fail-fast raises at a write to a saved tensor, not knowing that no backward will ever use it",
-    ("realworld/gan_sin_fitting.py::safe_recompute_after_d_step", "fail-fast"): "fail-fast counts a graph kept by retain_graph=True as pending, so the optimizer step is refused",
+    (
+        "precision/graph_never_reaches_backward.py::safe_only_indices_leave",
+        "fail-fast",
+    ): "fail-fast raises at a write to a saved tensor, not knowing that no backward will ever use it",
+    (
+        "realworld/gan_sin_fitting.py::safe_recompute_after_d_step",
+        "fail-fast",
+    ): "fail-fast counts a graph kept by retain_graph=True as pending, so the optimizer step is refused",
     ("realworld/rlkit_sac_critic_step_first/examples/sac.py::safe_policy_updated_first", "fail-fast"): (
         "fail-fast counts a graph still referenced as pending (the target actions', used only through `.detach()`), so the policy step is refused"
     ),
@@ -58,19 +64,17 @@ SILENT_GAPS = {
     "precision/metadata_reads.py::silent_values_read_after_write": _LOCAL_ALIAS,
     "precision/exclusive_training_branches.py::silent_training_write_training_read": _LOCAL_ALIAS,
     "realworld/came_update_aliases_exp_avg.py::silent_bias_momentum_shrinks_by_lr": (
-        "an alias within one function (`update = exp_avg`) of optimizer state that the next `step()` reads: no caller reads it"
+        "an alias within one function (`update = exp_avg`) of optimizer state that the next `step()` reads: the write is the"
+        " step's own, like its intended `exp_avg.mul_`, and what tells them apart is the other branch (`update = res_approx.mul_(exp_avg)`,"
+        " a fresh tensor), which did not run"
     ),
     "realworld/forum_residual_activation_helper.py::silent_inplace_relu_gradient_is_one": (
-        "`autograd.grad(F.relu_(x), x)`: the gradient is taken with respect to the rewritten tensor, which no read shows"
-    ),
-    "realworld/forum_residual_activation_helper.py::silent_helper_rewrites_callers_tensor": (
-        "the caller returns the written tensor (`return x`) without an op reading it; a return is no op the tracer sees"
-    ),
-    "realworld/inmemory_mnist_normalize/train.py::silent_validation_images_drift_between_epochs": (
-        "the written tensor is a dataset's attribute, read again by the next epoch's `__getitem__`, a frame that did not exist at the write"
+        "`autograd.grad(F.relu_(x), x)`: the gradient is taken with respect to the rewritten tensor; whether the values before"
+        " or after the write were meant is the caller's intent (`x.clamp_(0, 1); grad(D(x), x)` means after), which no op shows"
     ),
     "realworld/speechbrain_sentence_norm_in_place/test_in_place.py::silent_encoding_normalizes_the_callers_mel": (
-        "the owner is four frames up and reads the tensor only by returning it"
+        "the owner hands the spectrogram on in a call made as a statement (`encode_mel_spectrogram(mel_copy)`, its result"
+        " discarded), which reads as a call made for its effect, like `fill_mask(mask)`: its later `return mel_copy` is no stale read"
     ),
 }
 
@@ -87,7 +91,7 @@ SAVED_BY_THE_WRITING_STATEMENT = {
 def _modes(cases):
     """Each case in both modes, known gaps marked."""
     params = []
-    for (path, name), case_id in zip(cases, _ids(cases)):
+    for (path, name), case_id in zip(cases, _ids(cases), strict=True):
         for fail_fast, mode in ((False, "at-backward"), (True, "fail-fast")):
             reason = TRACER_GAPS.get((case_id, None)) or TRACER_GAPS.get((case_id, mode))
             marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
@@ -105,7 +109,9 @@ def _expected_writes(path: Path) -> dict[tuple[str, int], str]:
     """(file, line) -> rule code of every `# expect:` line in the fixture's unit (file or package)."""
     root = fixture_root(path)
     files = sorted(root.rglob("*.py")) if root else [path]
-    return {(str(file), line): code for file in files for line, code in expected_findings(file.read_text(encoding="utf-8"))}
+    return {
+        (str(file), line): code for file in files for line, code in expected_findings(file.read_text(encoding="utf-8"))
+    }
 
 
 def _run(driver, fail_fast: bool) -> InplaceCulpritError:
@@ -161,7 +167,9 @@ def test_raising_fixture_is_explained_with_its_expected_lines(path: Path, name: 
         assert f"{Path(file).name}:{line}" in message
     _assert_no_internal_frames(message)
     if fail_fast:  # the ordinary traceback already ends in the user's mutating line
-        user_frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename.startswith(str(FIXTURES))]
+        user_frames = [
+            frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename.startswith(str(FIXTURES))
+        ]
         assert (user_frames[-1].filename, user_frames[-1].lineno) == (error.writes[-1].file, error.writes[-1].line)
 
 
@@ -179,14 +187,21 @@ def _assert_refusal_explained(driver, fail_fast: bool, plain: str, expected: dic
     assert message.startswith(plain.splitlines()[0].strip())
     assert f"{Path(culprit[0]).name}:{culprit[1]}" in message and "why: " in message and f"{error.rule}: " in message
     _assert_no_internal_frames(message)
-    user_frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename.startswith(str(FIXTURES))]
+    user_frames = [
+        frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename.startswith(str(FIXTURES))
+    ]
     assert (user_frames[-1].filename, user_frames[-1].lineno) == (error.write.file, error.write.line)
 
 
 def _silent_cases():
     return [
-        pytest.param(path, name, id=case_id, marks=[pytest.mark.xfail(strict=True, reason=SILENT_GAPS[case_id])] if case_id in SILENT_GAPS else [])
-        for (path, name), case_id in zip(SILENT, _ids(SILENT))
+        pytest.param(
+            path,
+            name,
+            id=case_id,
+            marks=[pytest.mark.xfail(strict=True, reason=SILENT_GAPS[case_id])] if case_id in SILENT_GAPS else [],
+        )
+        for (path, name), case_id in zip(SILENT, _ids(SILENT), strict=True)
     ]
 
 
@@ -202,7 +217,9 @@ def test_silent_fixture_is_reported_at_its_expected_line(path: Path, name: str) 
     for report in named:
         assert report.rule == expected[_named(report.write, report.built, expected)]
         one_line = report.kind == "overlapping-operand"  # the operand is read on the writing line itself
-        assert (report.related or one_line) and all(related.site.file in files for related in report.related), "no second line in the fixture"
+        assert (report.related or one_line) and all(related.site.file in files for related in report.related), (
+            "no second line in the fixture"
+        )
         message = report.render()
         for site in (report.write, *(related.site for related in report.related)):
             assert f"{Path(site.file).name}:{site.line}" in message
@@ -217,7 +234,9 @@ def test_safe_fixture_runs_clean(path: Path, name: str, fail_fast: bool) -> None
     with trace(fail_fast=fail_fast) as tracer:
         getattr(load_fixture(path), name)()
     expected = _expected_writes(path)
-    false = [report.render() for report in tracer.reports if _named(report.write, report.built, expected) not in expected]
+    false = [
+        report.render() for report in tracer.reports if _named(report.write, report.built, expected) not in expected
+    ]
     assert not false, "\n\n".join(false)
 
 
@@ -253,7 +272,10 @@ def test_every_write_since_the_save_is_listed() -> None:
         e.mul_(2)
         e += 1
         e.sum().backward()
-    assert [(w.op, w.version, w.diagnosis.code) for w in caught.value.writes] == [("mul_", 1, "TIP001"), ("add_", 2, "TIP003")]
+    assert [(w.op, w.version, w.diagnosis.code) for w in caught.value.writes] == [
+        ("mul_", 1, "TIP001"),
+        ("add_", 2, "TIP003"),
+    ]
 
 
 def test_decorator_form() -> None:
@@ -394,3 +416,5 @@ def test_trace_recall_script_counts_the_real_world_fixtures() -> None:
     assert f"raising drivers: {raising}/{raising} named" in result.stdout
     gaps = sum(case_id.startswith("realworld/") for case_id in SILENT_GAPS)
     assert f"silent drivers: {silent - gaps}/{silent} reported at the culprit line" in result.stdout
+    readme = " ".join((Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8").split())
+    assert f"the tracer reports {silent - gaps} of {silent} at the culprit line" in readme, "README.md quotes the count"

@@ -231,6 +231,55 @@ def test_json_report_goes_to_the_output_file(tmp_path: Path) -> None:
     assert error["rule"] == "TIP001" and error["tensor"]["name"] == "p" and "why" in error
 
 
+KEPT_SCRIPT = """\
+import torch
+
+
+def normalize(image):
+    image.sub_(0.5).div_(0.2)
+    return image
+
+
+def shift(x):
+    x += 1.0
+    return x * 2
+
+
+class Images:
+    def __init__(self):
+        self.data = torch.rand(2, 3)
+
+    def __getitem__(self, index):
+        image = normalize(self.data[index])
+        return image
+
+
+def kept_shifted():
+    x = torch.zeros(3)
+    y = shift(x)
+    return x
+
+
+images = Images()
+epochs = [images[0] for epoch in range(2)]
+kept = kept_shifted()
+"""
+
+
+def test_json_report_has_the_state_and_return_reads(tmp_path: Path) -> None:
+    """The silent reports a later frame of an object or a `return` completes are in the document too."""
+    script = tmp_path / "kept.py"
+    script.write_text(KEPT_SCRIPT, encoding="utf-8")
+    output = tmp_path / "report.json"
+    assert run_script(str(script), [], format="json", output=str(output)) == 0
+    silent = json.loads(output.read_text(encoding="utf-8"))["silent"]
+    found = {(report["kind"], report["write"]["code"], tuple(related["code"] for related in report["related"])) for report in silent}
+    assert found == {
+        ("state-read-again", "image.sub_(0.5).div_(0.2)", ("image = normalize(self.data[index])", "image = normalize(self.data[index])")),
+        ("caller-reads-written", "x += 1.0", ("return x",)),
+    }
+
+
 def test_other_crashes_print_the_scripts_traceback_without_runner_frames(tmp_path: Path) -> None:
     script = tmp_path / "crash.py"
     script.write_text("def load():\n    raise ValueError('no such checkpoint')\n\nload()\n", encoding="utf-8")

@@ -12,6 +12,10 @@ import argparse
 import sys
 import types
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .runtime.tracer import Tracer
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -19,8 +23,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m torchlint_inplace.trace",
         description="Run a script, explain its in-place autograd errors with the saving and the mutating line, and report silent corruption.",
     )
-    parser.add_argument("--fail-fast", action="store_true", help="raise at the in-place write itself, not at backward()")
-    parser.add_argument("--format", choices=("text", "json"), default="text", help="how the report is written (default: text)")
+    parser.add_argument(
+        "--fail-fast", action="store_true", help="raise at the in-place write itself, not at backward()"
+    )
+    parser.add_argument(
+        "--format", choices=("text", "json"), default="text", help="how the report is written (default: text)"
+    )
     parser.add_argument("-o", "--output-file", help="write the report there instead of stderr")
     parser.add_argument("--fail-on-silent", action="store_true", help="exit 1 when silent corruption was seen")
     parser.add_argument("script", help="the Python script to run")
@@ -39,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 class _CallableModule(types.ModuleType):
-    def __call__(self, fail_fast: bool = False):
+    def __call__(self, fail_fast: bool = False) -> Tracer:
         from .runtime import trace
 
         return trace(fail_fast=fail_fast)

@@ -11,6 +11,17 @@ loaded on first use: importing this package costs nothing until the tracer is wa
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # what `__getattr__` loads, for the type checker
+    from .refusals import InplaceRefusalError as InplaceRefusalError
+    from .report import InplaceCulpritError as InplaceCulpritError
+    from .report import SavedEvent as SavedEvent
+    from .report import SilentReport as SilentReport
+    from .report import TensorInfo as TensorInfo
+    from .report import WriteEvent as WriteEvent
+    from .tracer import Tracer as Tracer
+    from .tracer import trace as trace
 
 _EXPORTS = {
     "InplaceCulpritError": ".report",

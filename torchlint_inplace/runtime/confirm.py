@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import IO, Any
 
 from ..diagnostics import CONFIRMATION, NOT_CHECKED_CODE, Finding
 from .fixed import fix_to_json
@@ -30,7 +31,17 @@ DEFAULT_MEMORY_BYTES = 8 * 1024**3
 # Room for the server to import torch before the first answer, and slack on each answer.
 STARTUP_S, SLACK_S = 120.0, 10.0
 # The environment variables the code under test sees from ours; everything else is dropped.
-PASSED_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "VIRTUAL_ENV", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "LD_LIBRARY_PATH")
+PASSED_ENVIRONMENT = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "TMPDIR",
+    "VIRTUAL_ENV",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_HOME",
+    "LD_LIBRARY_PATH",
+)
 FIXED_ENVIRONMENT = {
     "PYTHONDONTWRITEBYTECODE": "1",  # leave no __pycache__ in the checked project
     "PYTHONHASHSEED": "0",
@@ -49,7 +60,7 @@ class ConfirmOptions:
     devices: tuple[str, ...] = ("cpu",)  # "cpu", "cuda", or ("auto",): cuda when available
     timeout: float = DEFAULT_TIMEOUT_S  # per file and device
     memory_bytes: int = DEFAULT_MEMORY_BYTES
-    specs: Mapping[str, Mapping] = field(default_factory=dict)  # class name -> {args, kwargs, inputs}
+    specs: Mapping[str, Mapping[str, object]] = field(default_factory=dict)  # class name -> {args, kwargs, inputs}
 
 
 def torch_installed() -> bool:
@@ -91,27 +102,31 @@ class Server:
             stderr=self.log,
             start_new_session=True,  # its own process group, so close() can end all of it
         )
+        assert self.process.stdin is not None and self.process.stdout is not None  # both are pipes
+        self.requests: IO[bytes] = self.process.stdin
+        self.answers: IO[bytes] = self.process.stdout
         self.answered = False
         self.failure = ""  # the server's last words, once it is closed
 
-    def ask(self, request: dict, wait_s: float) -> dict | None:
+    def ask(self, request: dict[str, Any], wait_s: float) -> dict[str, Any] | None:
         """The server's answer, or None when it died or missed `wait_s` (it is then closed)."""
         try:
-            self.process.stdin.write((json.dumps(request) + "\n").encode())
-            self.process.stdin.flush()
+            self.requests.write((json.dumps(request) + "\n").encode())
+            self.requests.flush()
         except OSError:
             self.close()
             return None
         deadline = time.monotonic() + wait_s + (0 if self.answered else STARTUP_S)
         with selectors.DefaultSelector() as selector:
-            selector.register(self.process.stdout, selectors.EVENT_READ)
+            selector.register(self.answers, selectors.EVENT_READ)
             while time.monotonic() < deadline:
                 if selector.select(timeout=min(1.0, max(0.0, deadline - time.monotonic()))):
-                    line = self.process.stdout.readline()
+                    line = self.answers.readline()
                     if not line:
                         break
                     self.answered = True
-                    return json.loads(line)
+                    answer: dict[str, Any] = json.loads(line)
+                    return answer
         self.close()
         return None
 
@@ -126,7 +141,7 @@ class Server:
 
     def close(self) -> None:
         if self.alive:
-            self.process.stdin.close()
+            self.requests.close()
             try:
                 self.process.wait(timeout=5)
             except subprocess.TimeoutExpired:
@@ -136,7 +151,7 @@ class Server:
         except (ProcessLookupError, PermissionError):
             pass
         self.process.wait()
-        self.process.stdout.close()
+        self.answers.close()
         self.failure = self._last_error()
         self.log.close()
 
@@ -149,13 +164,13 @@ def confirm_files(
     """Each finding's status: `confirmed: raises`, `confirmed: changes results (<compared with
     what>)`, `benign`, `not reached` or `not run: <reason>`."""
     statuses: dict[Finding, str] = {}
-    jobs = [(Path(os.path.abspath(path)), list(findings)) for path, findings in jobs]
+    files = [(Path(os.path.abspath(path)), list(findings)) for path, findings in jobs]
     if not torch_installed():
-        return {finding: NO_TORCH for _, findings in jobs for finding in findings}
+        return {finding: NO_TORCH for _, findings in files for finding in findings}
     with tempfile.TemporaryDirectory(prefix="torchlint-confirm-") as scratch:
         server: Server | None = None
         try:
-            for path, findings in jobs:
+            for path, findings in files:
                 if findings:
                     server = server if server is not None and server.alive else Server(scratch)
                     by_line = _ask(server, path, findings, options)
@@ -170,7 +185,7 @@ def confirm_files(
 
 def _ask(server: Server, path: Path, findings: list[Finding], options: ConfirmOptions) -> dict[int, str]:
     codes: dict[str, list[str]] = {}
-    fixes: dict[str, dict[str, dict]] = {}  # the fix each finding's `changes results` is judged against
+    fixes: dict[str, dict[str, dict[str, Any]]] = {}  # the fix each finding's `changes results` is judged against
     for finding in findings:
         codes.setdefault(str(finding.line), []).append(finding.code)
         if finding.fix is not None and finding.fix.edits:
@@ -202,7 +217,8 @@ def confirmed(
             by_path.setdefault(finding.path, []).append(finding)
     statuses = confirm_files(by_path.items(), options, on_file_done)
     return [
-        replace(finding, properties={**finding.properties, CONFIRMATION: statuses[finding]}) if finding in statuses else finding
+        replace(finding, properties={**finding.properties, CONFIRMATION: statuses[finding]})
+        if finding in statuses
+        else finding
         for finding in findings
     ]
-

@@ -15,8 +15,9 @@ from __future__ import annotations
 import sys
 import threading
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from types import FrameType
+from typing import Any, TypeGuard, cast
 
 import torch
 
@@ -28,14 +29,15 @@ _lines: weakref.WeakKeyDictionary[torch.nn.Module, tuple[str, Site]] = weakref.W
 _lock = threading.Lock()
 _active = 0
 _original_init = torch.nn.Module.__init__
-_original_setattr = torch.nn.Module.__setattr__
+# Typed for torch's attributes (a tensor or a module), it stores any value (`inplace`, a flag).
+_original_setattr = cast(Callable[[torch.nn.Module, str, object], None], torch.nn.Module.__setattr__)
 
 
-def _is_torch_module(module: object) -> bool:
+def _is_torch_module(module: object) -> TypeGuard[torch.nn.Module]:
     return isinstance(module, torch.nn.Module) and type(module).__module__.startswith("torch.nn.")
 
 
-def _recording_init(self: torch.nn.Module, *args, **kwargs) -> None:
+def _recording_init(self: torch.nn.Module, *args: Any, **kwargs: Any) -> None:
     _original_init(self, *args, **kwargs)
     if _is_torch_module(self) and self not in _lines and (site := user_site()) is not None:
         _lines[self] = ("built", site)
@@ -60,17 +62,21 @@ class recording_builds:
         with _lock:
             _active += 1
             if _active == 1:
-                torch.nn.Module.__init__ = _recording_init
-                torch.nn.Module.__setattr__ = _recording_setattr
+                _patch(_recording_init, _recording_setattr)
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         global _active
         with _lock:
             _active -= 1
             if _active == 0:
-                torch.nn.Module.__init__ = _original_init
-                torch.nn.Module.__setattr__ = _original_setattr
+                _patch(_original_init, _original_setattr)
+
+
+def _patch(init: Callable[..., None], setattr_: Callable[[torch.nn.Module, str, object], None]) -> None:
+    """Installs `nn.Module.__init__` and `__setattr__` (the recording ones, or torch's own back)."""
+    for name, method in (("__init__", init), ("__setattr__", setattr_)):
+        setattr(torch.nn.Module, name, method)
 
 
 def writing_module(frames: Iterable[FrameType]) -> torch.nn.Module | None:

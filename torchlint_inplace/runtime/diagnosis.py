@@ -13,7 +13,7 @@ import ast
 from dataclasses import dataclass
 
 from .sites import Site
-from .statements import evaluate, statement_at
+from .statements import Variables, evaluate, statement_at
 
 FIXES = {
     "TIP001": "use the out-of-place method (`y = x.{op}(...)` instead of `x.{op}_(...)`), or mutate a `.clone()`",
@@ -34,7 +34,9 @@ class Diagnosis:
     fix: str
 
 
-def diagnose(op: str, write: Site | None, saved: Site | None, local: dict | None = None, detached: bool = False) -> Diagnosis:
+def diagnose(
+    op: str, write: Site | None, saved: Site | None, local: Variables | None = None, detached: bool = False
+) -> Diagnosis:
     """`local`: the writing frame's variables, which tell a list element from a tensor slice
     (`items[i] += x` is an augmented assignment of a tensor, TIP003, not an index write);
     `detached`: the written tensor is an alias outside the graph (`.detach()`) of one that is in it."""
@@ -43,7 +45,7 @@ def diagnose(op: str, write: Site | None, saved: Site | None, local: dict | None
     return Diagnosis(code, FIXES[code].format(op=base))
 
 
-def _rule(op: str, write: Site | None, saved: Site | None, local: dict) -> str:
+def _rule(op: str, write: Site | None, saved: Site | None, local: Variables) -> str:
     if write is None:
         return "TIP001"
     via = write.via or ""
@@ -59,12 +61,23 @@ def _rule(op: str, write: Site | None, saved: Site | None, local: dict) -> str:
     if _writes_through_detached_alias(statement):
         return "TIP008"
     target = _mutated_name(statement)
-    if saved is not None and (write.file, write.function) != (saved.file, saved.function) and target in write.parameters and target != "self":
+    if (
+        saved is not None
+        and (write.file, write.function) != (saved.file, saved.function)
+        and target in write.parameters
+        and target != "self"
+    ):
         return "TIP007"
     if isinstance(statement, ast.Assign) and any(isinstance(t, ast.Subscript) for t in statement.targets):
         return "TIP002"
     if isinstance(statement, ast.AugAssign):
-        return "TIP003" if _is_container_element(statement.target, local) else "TIP002" if isinstance(statement.target, ast.Subscript) else "TIP003"
+        return (
+            "TIP003"
+            if _is_container_element(statement.target, local)
+            else "TIP002"
+            if isinstance(statement.target, ast.Subscript)
+            else "TIP003"
+        )
     return "TIP001"
 
 
@@ -74,7 +87,7 @@ def _statement(write: Site) -> ast.stmt | None:
     return found.node if found is not None and found.header is None else None
 
 
-def _is_container_element(target: ast.expr, local: dict) -> bool:
+def _is_container_element(target: ast.expr, local: Variables) -> bool:
     """`items[i]` where `items` is a list, tuple or dict in the writing frame."""
     if not isinstance(target, ast.Subscript):
         return False

@@ -18,6 +18,7 @@ This module imports neither torch nor user code by itself: the parent process us
 from __future__ import annotations
 
 import contextlib
+import importlib.machinery
 import importlib.util
 import inspect
 import os
@@ -25,6 +26,7 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict
 from types import ModuleType
+from typing import Any
 
 from ..diagnostics import Applicability, Edit, Fix, Position, Span
 from ..fixes.apply import apply_edits, compiles
@@ -33,12 +35,12 @@ from ..source import NotReadable, read
 COPY_SUFFIX = "__torchlint_fixed"
 
 
-def fix_to_json(fix: Fix) -> dict:
+def fix_to_json(fix: Fix) -> dict[str, Any]:
     return asdict(fix)
 
 
-def fix_from_json(data: dict) -> Fix:
-    def span(value: dict) -> Span:
+def fix_from_json(data: dict[str, Any]) -> Fix:
+    def span(value: dict[str, Any]) -> Span:
         return Span(Position(**value["start"]), Position(**value["end"]))
 
     edits = tuple(Edit(span(edit["span"]), edit["content"]) for edit in data["edits"])
@@ -50,6 +52,8 @@ def fixed_copy(original: ModuleType, fix: Fix) -> ModuleType | None:
     file cannot be read again or the fixed text does not compile (the fixer would refuse it).
     Exceptions raised by the module's own code propagate."""
     path = original.__file__
+    if path is None:
+        return None
     try:
         text = apply_edits(read(path).text, fix.edits)
     except NotReadable:
@@ -57,8 +61,7 @@ def fixed_copy(original: ModuleType, fix: Fix) -> ModuleType | None:
     if not compiles(text, path):
         return None
     name = original.__name__ + COPY_SUFFIX
-    spec = importlib.util.spec_from_loader(name, loader=None, origin=path)
-    copy = importlib.util.module_from_spec(spec)
+    copy = importlib.util.module_from_spec(importlib.machinery.ModuleSpec(name, None, origin=path, is_package=False))
     copy.__file__ = path
     copy.__package__ = original.__package__  # relative imports resolve against the original's package
     sys.modules[name] = copy  # dataclasses, typing and pickle look classes' modules up here
@@ -95,7 +98,10 @@ def rebindings(twins: Mapping[int, object], skip: Sequence[ModuleType] = ()) -> 
 @contextlib.contextmanager
 def replaced(replacements: Sequence[tuple[object, str, object]]) -> Iterator[None]:
     """Sets attributes (or module globals) for the block, then puts the originals back."""
-    originals = [(holder, name, holder.__dict__[name] if isinstance(holder, type) else getattr(holder, name)) for holder, name, _ in replacements]
+    originals = [
+        (holder, name, holder.__dict__[name] if isinstance(holder, type) else getattr(holder, name))
+        for holder, name, _ in replacements
+    ]
     try:
         for holder, name, value in replacements:
             setattr(holder, name, value)

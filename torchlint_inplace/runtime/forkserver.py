@@ -31,6 +31,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -46,7 +47,7 @@ PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
 REAP_S = 5.0
 
 
-def _child(request: dict, device: str, result_fd: int, output_fd: int) -> None:
+def _child(request: dict[str, Any], device: str, result_fd: int, output_fd: int) -> None:
     """Runs in the forked child; never returns."""
     try:
         os.setpgid(0, 0)
@@ -70,7 +71,10 @@ def _child(request: dict, device: str, result_fd: int, output_fd: int) -> None:
 
         codes = {int(line): codes for line, codes in request["codes"].items()}
         specs = {name: spec_from_json(spec) for name, spec in request.get("specs", {}).items()}
-        fixes = {int(line): {code: fix_from_json(fix) for code, fix in by_code.items()} for line, by_code in request.get("fixes", {}).items()}
+        fixes = {
+            int(line): {code: fix_from_json(fix) for code, fix in by_code.items()}
+            for line, by_code in request.get("fixes", {}).items()
+        }
         probe.probe(probe.Request(Path(request["file"]), codes, device, specs, fixes, limit), emit)
     except BaseException:
         traceback.print_exc()
@@ -136,7 +140,7 @@ def _end_leftovers() -> None:
                 pass
 
 
-def supervise(request: dict, device: str) -> dict[int, str]:
+def supervise(request: dict[str, Any], device: str) -> dict[int, str]:
     """Forks the child for one file on one device and collects its statuses."""
     result_r, result_w = os.pipe()
     output_r, output_w = os.pipe()

@@ -18,6 +18,7 @@ import itertools
 import textwrap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -26,7 +27,14 @@ SMALL_INT = 4
 # What a required constructor argument gets, by annotation (unannotated ones are taken as sizes).
 CONSTRUCTOR_DEFAULTS = {int: SMALL_INT, "int": SMALL_INT, float: 0.5, "float": 0.5, bool: False, "bool": False}
 # Shapes tried for the first tensor argument when no first layer says what it looks like.
-CANDIDATE_SHAPES = ((2, SMALL_INT), (2, 3, SMALL_INT), (2, SMALL_INT, 6, 6), (2, SMALL_INT, 6), (SMALL_INT,), (2, SMALL_INT, 4, 4, 4))
+CANDIDATE_SHAPES = (
+    (2, SMALL_INT),
+    (2, 3, SMALL_INT),
+    (2, SMALL_INT, 6, 6),
+    (2, SMALL_INT, 6),
+    (SMALL_INT,),
+    (2, SMALL_INT, 4, 4, 4),
+)
 # Input combinations tried on `meta` before one runs for real; a few more on CPU if meta cannot run the code.
 META_TRIALS, REAL_TRIALS = 96, 8
 # Constructor argument sets tried per class (defaults, then boolean options flipped).
@@ -37,6 +45,11 @@ TARGET_FUNCTIONS = frozenset({"cross_entropy", "nll_loss", "one_hot", "gather", 
 MASK_WORDS = ("mask", "pad", "keep", "drop", "valid", "ignore", "visited")
 INDEX_WORDS = ("target", "label", "idx", "index", "indices", "ids", "token", "class")
 
+# Positional and keyword arguments of a constructor call, and any function the probe calls.
+Args = tuple[object, ...]
+Kwargs = dict[str, object]
+Function = Callable[..., Any]
+
 
 class NotRun(Exception):
     """A class could not be built or fed; the message is the reason shown to the user."""
@@ -46,25 +59,29 @@ class NotRun(Exception):
 class Spec:
     """One class's entry of `[tool.torchlint-inplace.confirm]`."""
 
-    args: tuple = ()
+    args: Args = ()
     kwargs: tuple[tuple[str, object], ...] = ()
     inputs: str | None = None  # a Python expression (torch and the module's names in scope)
 
 
-def spec_from_json(data: dict) -> Spec:
+def spec_from_json(data: dict[str, Any]) -> Spec:
     return Spec(tuple(data.get("args", ())), tuple(sorted(data.get("kwargs", {}).items())), data.get("inputs"))
 
 
 # ---------------------------------------------------------------- constructors
 
 
-def required_parameters(function: Callable, skip: int) -> list[inspect.Parameter]:
+def required_parameters(function: Function, skip: int) -> list[inspect.Parameter]:
     parameters = list(inspect.signature(function).parameters.values())[skip:]
-    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    positional = (
+        inspect.Parameter.POSITIONAL_ONLY,
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        inspect.Parameter.KEYWORD_ONLY,
+    )
     return [p for p in parameters if p.default is p.empty and p.kind in positional]
 
 
-def constructor_variants(cls: type, spec: Spec | None) -> list[tuple[tuple, dict]]:
+def constructor_variants(cls: type[object], spec: Spec | None) -> list[tuple[Args, Kwargs]]:
     """The arguments to build `cls` with: the configured or default ones first, then the same
     with one boolean option flipped each (`squash=True`, `exclude_bn0=True`): code that only runs
     on a branch a flag selects is reached only so."""
@@ -87,15 +104,17 @@ def constructor_variants(cls: type, spec: Spec | None) -> list[tuple[tuple, dict
     return variants[:MAX_VARIANTS]
 
 
-def constructor_arguments(cls: type, spec: Spec | None) -> tuple[tuple, dict]:
+def constructor_arguments(cls: type[object], spec: Spec | None) -> tuple[Args, Kwargs]:
     if spec is not None and (spec.args or spec.kwargs):
         return spec.args, dict(spec.kwargs)
-    args: list = []
-    kwargs: dict = {}
+    args: list[object] = []
+    kwargs: Kwargs = {}
     for parameter in required_parameters(cls.__init__, skip=1):
         annotation = int if parameter.annotation is parameter.empty else parameter.annotation
         if annotation not in CONSTRUCTOR_DEFAULTS:
-            raise NotRun(f"cannot build constructor argument `{parameter.name}: {_spelling(parameter.annotation)}` of {cls.__name__} (give it in [tool.torchlint-inplace.confirm.{cls.__name__}])")
+            raise NotRun(
+                f"cannot build constructor argument `{parameter.name}: {_spelling(parameter.annotation)}` of {cls.__name__} (give it in [tool.torchlint-inplace.confirm.{cls.__name__}])"
+            )
         if parameter.kind is parameter.KEYWORD_ONLY:
             kwargs[parameter.name] = CONSTRUCTOR_DEFAULTS[annotation]
         else:
@@ -107,7 +126,7 @@ def _spelling(annotation: object) -> str:
     return getattr(annotation, "__name__", None) or str(annotation)
 
 
-def call_text(cls: type, args: tuple, kwargs: dict) -> str:
+def call_text(cls: Function, args: Args, kwargs: Kwargs) -> str:
     return f"{cls.__name__}({', '.join([*map(repr, args), *(f'{k}={v!r}' for k, v in kwargs.items())])})"
 
 
@@ -123,7 +142,7 @@ class Slot:
     value: object = None
 
 
-def _uses(function: Callable) -> tuple[set[str], set[str]]:
+def _uses(function: Function) -> tuple[set[str], set[str]]:
     """Names used as masks and as class indices in the function's own source."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
@@ -158,7 +177,7 @@ def _uses(function: Callable) -> tuple[set[str], set[str]]:
     return masks, indices
 
 
-def slots(function: Callable, skip: int) -> list[Slot]:
+def slots(function: Function, skip: int) -> list[Slot]:
     masks, indices = _uses(function)
     result = []
     for parameter in required_parameters(function, skip):
@@ -166,7 +185,11 @@ def slots(function: Callable, skip: int) -> list[Slot]:
         name = parameter.name
         if annotation in CONSTRUCTOR_DEFAULTS:
             result.append(Slot(name, "value", CONSTRUCTOR_DEFAULTS[annotation]))
-        elif annotation is not parameter.empty and isinstance(annotation, type) and not issubclass(annotation, torch.Tensor):
+        elif (
+            annotation is not parameter.empty
+            and isinstance(annotation, type)
+            and not issubclass(annotation, torch.Tensor)
+        ):
             raise NotRun(f"cannot build argument `{name}: {annotation.__name__}` of {function.__qualname__}")
         elif name in indices or (name not in masks and any(word in name.lower() for word in INDEX_WORDS)):
             result.append(Slot(name, "index"))
@@ -210,7 +233,11 @@ def first_layer(module: nn.Module) -> Leading | None:
         if isinstance(layer, (nn.Conv1d, nn.Conv2d, nn.Conv3d)):
             rank = layer.weight.dim() - 2
             declared = _declared_size(module)
-            sizes = ([declared * rank if len(declared) == 1 else declared[-rank:]] if declared and len(declared) in (1, rank) else [])
+            sizes = (
+                [declared * rank if len(declared) == 1 else declared[-rank:]]
+                if declared and len(declared) in (1, rank)
+                else []
+            )
             sizes += [(size,) * rank for size in SPATIAL_SIZES]
             return Leading(tuple(dict.fromkeys((2, layer.in_channels, *spatial) for spatial in sizes)))
         if isinstance(layer, nn.Linear):  # features, or a sequence of them
@@ -228,7 +255,16 @@ def _companion_shapes(kind: str, first: tuple[int, ...]) -> list[tuple[int, ...]
     """Shapes worth trying for a later parameter, given the first tensor's shape."""
     if kind == "index":
         return list(dict.fromkeys([first[:1], first[:-1] or (1,)]))
-    shapes = [first, first[:-1], (*first[:-1], 1), first[:2], first[:1], (first[0], first[-1]), (first[0], 1, first[-1]), (first[-1],)]
+    shapes = [
+        first,
+        first[:-1],
+        (*first[:-1], 1),
+        first[:2],
+        first[:1],
+        (first[0], first[-1]),
+        (first[0], 1, first[-1]),
+        (first[-1],),
+    ]
     if kind == "tensor":
         shapes += [(first[0], 3, first[-1]), (first[0], SMALL_INT, first[-1])]
     return [shape for shape in dict.fromkeys(shapes) if shape]
@@ -245,10 +281,12 @@ class Layout:
     def build(self, device: str | torch.device) -> list[object]:
         values: list[object] = []
         first = next((i for i, slot in enumerate(self.slots) if slot.kind != "value"), None)
-        for position, (slot, shape) in enumerate(zip(self.slots, self.shapes)):
+        for position, (slot, shape) in enumerate(zip(self.slots, self.shapes, strict=True)):
             if slot.kind == "value":
                 values.append(slot.value)
-            elif slot.kind == "mask":
+                continue
+            assert shape is not None, "`layouts` gives every tensor-like slot a shape"
+            if slot.kind == "mask":
                 values.append(torch.rand(shape, device=device) > 0.5)
             elif slot.kind == "index":
                 values.append(torch.randint(0, SMALL_INT, shape, device=device))
@@ -279,12 +317,14 @@ def layouts(function_slots: list[Slot], leading: Leading | None) -> Iterator[Lay
     if not tensor_positions:
         yield Layout(tuple(function_slots), (None,) * len(function_slots), None)
         return
-    first_shapes = list(leading.shapes if leading else ()) + [s for s in CANDIDATE_SHAPES if not leading or s not in leading.shapes]
+    first_shapes = list(leading.shapes if leading else ()) + [
+        s for s in CANDIDATE_SHAPES if not leading or s not in leading.shapes
+    ]
     integer_range = leading.integer_range if leading else None
     for first in first_shapes:
         options = [[first]] + [_companion_shapes(function_slots[i].kind, first) for i in tensor_positions[1:]]
         for combination in itertools.product(*options):
             shapes: list[tuple[int, ...] | None] = [None] * len(function_slots)
-            for position, shape in zip(tensor_positions, combination):
+            for position, shape in zip(tensor_positions, combination, strict=True):
                 shapes[position] = shape
             yield Layout(tuple(function_slots), tuple(shapes), integer_range)

@@ -19,23 +19,26 @@ _ENUMERATE_LIMIT = 1 << 20
 def storage_key(tensor: torch.Tensor) -> int | None:
     """Identity of the storage (not the tensor): every view of a base maps to the same key."""
     try:
-        return tensor.untyped_storage()._cdata
+        key: int = tensor.untyped_storage()._cdata
     except (RuntimeError, NotImplementedError, TypeError):  # no storage (sparse, nested, functional, meta wrappers)
         return None
+    return key
 
 
 def _span(tensor: torch.Tensor) -> tuple[int, int]:
     """First and one-past-last element offset the tensor touches in its storage (torch has no
     negative strides, so the first is the storage offset)."""
-    start = tensor.storage_offset()
+    start = int(tensor.storage_offset())  # a plain int outside symbolic tracing
     if tensor.numel() == 0:
         return start, start
-    return start, start + sum((size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride())) + 1
+    return start, start + sum(
+        (size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride(), strict=True)
+    ) + 1
 
 
 def _offsets(tensor: torch.Tensor) -> torch.Tensor:
-    offsets = torch.full((), tensor.storage_offset(), dtype=torch.long)
-    for size, stride in zip(tensor.shape, tensor.stride()):
+    offsets = torch.full((), int(tensor.storage_offset()), dtype=torch.long)
+    for size, stride in zip(tensor.shape, tensor.stride(), strict=True):
         offsets = offsets.unsqueeze(-1) + torch.arange(size, dtype=torch.long) * stride
     return offsets.reshape(-1)
 
@@ -45,7 +48,7 @@ def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a.device != b.device or storage_key(a) != storage_key(b) or storage_key(a) is None:
         return False
     if a.element_size() != b.element_size():  # a reinterpreting view: compare bytes, coarsely
-        return _bytes(a)[0] < _bytes(b)[1] and _bytes(b)[0] < _bytes(a)[1]
+        return byte_span(a)[0] < byte_span(b)[1] and byte_span(b)[0] < byte_span(a)[1]
     (a_low, a_high), (b_low, b_high) = _span(a), _span(b)
     if a_low >= b_high or b_low >= a_high:
         return False
@@ -57,7 +60,8 @@ def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
         return bool(torch.isin(_offsets(a), _offsets(b)).any())
 
 
-def _bytes(tensor: torch.Tensor) -> tuple[int, int]:
+def byte_span(tensor: torch.Tensor) -> tuple[int, int]:
+    """First and one-past-last byte the tensor touches in its storage."""
     low, high = _span(tensor)
     return low * tensor.element_size(), high * tensor.element_size()
 

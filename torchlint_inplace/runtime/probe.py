@@ -17,9 +17,10 @@ so a crash in a later driver keeps what earlier ones proved.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
-import inspect
 import importlib.util
+import inspect
 import re
 import signal
 import sys
@@ -28,7 +29,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
+from types import FrameType, FunctionType, ModuleType
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import torch
 from torch import nn
@@ -37,10 +39,13 @@ from ..diagnostics import Fix
 from . import inputs
 from .construction import recording_builds
 from .fixed import fixed_copy, standing_in
-from .inputs import NotRun, Spec
+from .inputs import Args, Kwargs, Layout, NotRun, Spec
 from .report import InplaceCulpritError
 from .tracer import trace
 from .variants import VARIANTS, flat_tensors, results_differ, tensors, variant_applied
+
+if TYPE_CHECKING:
+    from _typeshed import TraceFunction
 
 CONFIRMED, CHANGES, BENIGN, NOT_REACHED = "confirmed: raises", "confirmed: changes results", "benign", "not reached"
 # When several drivers (or devices) speak for one line, the strongest evidence wins.
@@ -92,6 +97,8 @@ def import_file(path: Path) -> ModuleType:
     if root is None:
         sys.path.insert(0, str(path.parent))
         spec = importlib.util.spec_from_file_location("__confirmed__", path)
+        if spec is None or spec.loader is None:  # a `.py` path always has a source loader
+            raise ImportError(f"cannot import {path}")
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module
         spec.loader.exec_module(module)
@@ -129,17 +136,24 @@ def _top_level(tree: ast.Module) -> list[ast.ClassDef | ast.FunctionDef]:
     return [node for node in tree.body if isinstance(node, (ast.ClassDef, ast.FunctionDef))]
 
 
-def _inside(node: ast.AST, line: int) -> bool:
+def _inside(node: ast.stmt, line: int) -> bool:
     return node.lineno <= line <= (node.end_lineno or node.lineno)
 
 
 def _names_of_lines(tree: ast.Module, lines: list[int]) -> set[str]:
     """What a caller has to mention to reach the lines: their top-level class or function."""
-    return {node.name for node in tree.body if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and any(_inside(node, l) for l in lines)}
+    return {
+        node.name
+        for node in tree.body
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and any(_inside(node, line) for line in lines)
+    }
 
 
 def _mentions(node: ast.ClassDef, names: set[str]) -> bool:
-    return any((isinstance(n, ast.Name) and n.id in names) or (isinstance(n, ast.Attribute) and n.attr in names) for n in ast.walk(node))
+    return any(
+        (isinstance(n, ast.Name) and n.id in names) or (isinstance(n, ast.Attribute) and n.attr in names)
+        for n in ast.walk(node)
+    )
 
 
 def owners(tree: ast.Module, module: ModuleType, lines: list[int]) -> list[Driver]:
@@ -148,7 +162,7 @@ def owners(tree: ast.Module, module: ModuleType, lines: list[int]) -> list[Drive
     for node in _top_level(tree):
         inside = [line for line in lines if _inside(node, line)]
         if inside:
-            drivers.append(Driver(lambda name=node.name: getattr(module, name, None), node.name, inside))
+            drivers.append(Driver(functools.partial(_attribute, module, node.name), node.name, inside))
     return drivers
 
 
@@ -161,7 +175,7 @@ def callers(path: Path, tree: ast.Module, module: ModuleType, lines: list[int]) 
     for node in _class_spans(tree):
         if node.name not in names and _mentions(node, names):
             found += 1
-            yield Driver(lambda name=node.name: getattr(module, name, None), node.name, [])
+            yield Driver(functools.partial(_attribute, module, node.name), node.name, [])
     root = _package_root(path)
     if root is None:
         return
@@ -180,7 +194,15 @@ def callers(path: Path, tree: ast.Module, module: ModuleType, lines: list[int]) 
         for node in _class_spans(other_tree):
             if found < MAX_CALLERS and _mentions(node, names):
                 found += 1
-                yield Driver(lambda dotted=dotted, name=node.name: getattr(importlib.import_module(dotted), name, None), node.name, [])
+                yield Driver(functools.partial(_imported_attribute, dotted, node.name), node.name, [])
+
+
+def _attribute(module: ModuleType, name: str) -> object:
+    return getattr(module, name, None)
+
+
+def _imported_attribute(dotted: str, name: str) -> object:
+    return _attribute(importlib.import_module(dotted), name)
 
 
 # ---------------------------------------------------------------- running under observation
@@ -211,7 +233,11 @@ class Outcome:
         """Autograd refused an in-place write on the spot. It names no line when a custom
         Function broke its contract (reported after `forward` returned, or at the caller's
         later write to the Function's output): then the Function's executed lines are blamed."""
-        lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == self.file]
+        lines = [
+            frame.lineno
+            for frame in traceback.extract_tb(error.__traceback__)
+            if frame.filename == self.file and frame.lineno is not None
+        ]
         if lines:
             self.raised_at.add(lines[-1])
         named = OUTPUT_OF_FUNCTION.search(str(error))
@@ -225,7 +251,7 @@ def observed(call: Callable[[], object], outcome: Outcome) -> bool:
     recorded at the file's line it names (True is returned); any other exception propagates."""
     file = outcome.file
 
-    def tracer(frame, event, arg):
+    def tracer(frame: FrameType, event: str, arg: object) -> TraceFunction | None:
         if frame.f_code.co_filename != file:
             return None
         if event == "line":
@@ -252,10 +278,14 @@ def observed(call: Callable[[], object], outcome: Outcome) -> bool:
 
 def _loss(output: object) -> torch.Tensor | None:
     parts = [t.float().sum() for t in tensors(output) if t.requires_grad and (t.is_floating_point() or t.is_complex())]
-    return sum(parts) if parts else None
+    return sum(parts[1:], parts[0]) if parts else None
 
 
-def _forward_backward(function: Callable, values: list[object]) -> object:
+def _call_entry(instance: object, name: str, values: list[object]) -> object:
+    return _forward_backward(getattr(instance, name), values)
+
+
+def _forward_backward(function: Callable[..., Any], values: list[object]) -> object:
     output = function(*values)
     loss = _loss(output)
     if loss is not None:
@@ -275,11 +305,15 @@ class Entry:
     slots: list[inputs.Slot]
 
 
+# What a driver is: an nn.Module or autograd.Function class, or a plain function.
+Drivable = type[nn.Module] | type[torch.autograd.Function] | FunctionType
+
+
 class Harness:
     """Builds one driver (with one set of constructor arguments) on the device, finds inputs
     for its entries, and runs them."""
 
-    def __init__(self, driver: object, module: ModuleType, request: Request, arguments: tuple[tuple, dict]) -> None:
+    def __init__(self, driver: Drivable, module: ModuleType, request: Request, arguments: tuple[Args, Kwargs]) -> None:
         self.driver = driver
         self.module = module
         self.request = request
@@ -291,7 +325,7 @@ class Harness:
         # buffer its callers own (they pass clones), and its own graph-building code still runs.
         self.grad = isinstance(driver, type)
 
-    def inputs(self, layout: inputs.Layout | None, scale: float = 1.0) -> tuple[list[object], list[torch.Tensor]]:
+    def inputs(self, layout: Layout | None, scale: float = 1.0) -> tuple[list[object], list[torch.Tensor]]:
         values = self.values(layout, scale)
         return inputs.with_grad(values) if self.grad else (values, [])
 
@@ -299,32 +333,40 @@ class Harness:
         """A fresh instance with the same weights each time; a Function's class; the module
         holding a plain function."""
         torch.manual_seed(0)
-        if not self.is_module:
-            return self.driver if isinstance(self.driver, type) else self.module
+        driver = self.driver
+        if not (isinstance(driver, type) and issubclass(driver, nn.Module)):
+            return driver if isinstance(driver, type) else self.module
         with torch.device(device or self.device):
-            return self.driver(*self.args, **self.kwargs)
+            return driver(*self.args, **self.kwargs)
 
     def entries(self, instance: object, lines: list[int]) -> list[Entry]:
-        if not self.is_module:
-            if isinstance(self.driver, type):  # autograd.Function
-                return [Entry("apply", inputs.slots(self.driver.forward, skip=1))]
-            return [Entry(self.driver.__name__, inputs.slots(self.driver, skip=0))]
+        driver = self.driver
+        if not isinstance(instance, nn.Module):  # what `build` gives for all but an nn.Module class
+            if isinstance(driver, type):  # autograd.Function
+                return [Entry("apply", inputs.slots(driver.forward, skip=1))]
+            return [Entry(driver.__name__, inputs.slots(driver, skip=0))]
         found = []
         if type(instance).forward is not nn.Module.forward:
             found.append(Entry("forward", inputs.slots(instance.forward, skip=0)))
         for name, function in vars(self.driver).items():
             code = getattr(function, "__code__", None)
-            if name.startswith("_") or name == "forward" or code is None or code.co_filename != str(self.module.__file__):
+            if (
+                name.startswith("_")
+                or name == "forward"
+                or code is None
+                or code.co_filename != str(self.module.__file__)
+            ):
                 continue
             last = max((line for _, _, line in code.co_lines() if line), default=code.co_firstlineno)
             if any(code.co_firstlineno <= line <= last for line in lines):
                 found.append(Entry(name, inputs.slots(getattr(instance, name), skip=0)))
         return found
 
-    def values(self, layout: inputs.Layout | None, scale: float = 1.0) -> list[object]:
+    def values(self, layout: Layout | None, scale: float = 1.0) -> list[object]:
         """Fresh inputs (the same ones each time): from the config's expression, or a layout."""
         torch.manual_seed(1)
         if layout is None:
+            assert self.spec is not None and self.spec.inputs, "`layouts` yields None only for configured inputs"
             namespace = {"torch": torch, "nn": nn, **vars(self.module)}
             with torch.device(self.device):
                 value = eval(self.spec.inputs, namespace)  # the user's own configured expression
@@ -333,7 +375,7 @@ class Harness:
             values = layout.build(self.device)
         return [v * scale if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in values]
 
-    def layouts(self, entry: Entry) -> Iterator[inputs.Layout | None]:
+    def layouts(self, entry: Entry) -> Iterator[Layout | None]:
         """The configured inputs; else layouts that ran on `meta` first, then the rest (all of
         them on the real device when the class cannot even be built on `meta`)."""
         if entry.name == "forward" and self.spec is not None and self.spec.inputs:
@@ -343,10 +385,17 @@ class Harness:
             meta = self.build("meta")
         except Exception:
             meta = None
-        leading = inputs.first_layer(meta if meta is not None else self.build()) if self.is_module else None
+        leading = None
+        if self.is_module:
+            built = meta if meta is not None else self.build()
+            leading = inputs.first_layer(built) if isinstance(built, nn.Module) else None
         candidates = list(inputs.layouts(entry.slots, leading))
         try:
-            fitting = [layout for layout in candidates[: inputs.META_TRIALS] if meta is not None and self._runs_on_meta(meta, entry, layout)]
+            fitting = [
+                layout
+                for layout in candidates[: inputs.META_TRIALS]
+                if meta is not None and self._runs_on_meta(meta, entry, layout)
+            ]
         except _TooLong:  # meta cannot tell: the candidates run on the real device instead
             fitting = []
         yield from fitting
@@ -354,7 +403,7 @@ class Harness:
             yield from candidates[: inputs.REAL_TRIALS]
 
     @staticmethod
-    def _runs_on_meta(instance: object, entry: Entry, layout: inputs.Layout) -> bool:
+    def _runs_on_meta(instance: object, entry: Entry, layout: Layout) -> bool:
         try:
             values, _ = inputs.with_grad(layout.build("meta"))
             with torch.device("meta"), _time_limit(META_TRIAL_S):
@@ -368,24 +417,31 @@ class Harness:
     def twin(self, copy: ModuleType) -> Harness:
         """The same driver, built with the same arguments, from `copy` of the file (with a fix
         applied); a driver from another file stays itself (see `fixed.standing_in`)."""
-        driver = getattr(copy, self.driver.__name__, None) if getattr(self.driver, "__module__", None) == self.module.__name__ else self.driver
+        driver = (
+            getattr(copy, self.driver.__name__, None)
+            if getattr(self.driver, "__module__", None) == self.module.__name__
+            else self.driver
+        )
         if driver is None:
             raise NotRun(f"{self.driver.__name__} is gone once the fix is applied")
         return Harness(driver, copy, self.request, (self.args, self.kwargs))
 
-    def weights(self) -> dict | None:
+    def weights(self) -> dict[str, Any] | None:
         """A fresh instance's state, for a twin to load: both runs then start from the same weights."""
-        return self.build().state_dict() if self.is_module else None
+        instance = self.build()
+        return instance.state_dict() if isinstance(instance, nn.Module) else None
 
-    def run(self, entry: Entry, layout: inputs.Layout | None, scale: float = 1.0, weights: dict | None = None) -> list[torch.Tensor | None]:
+    def run(
+        self, entry: Entry, layout: Layout | None, scale: float = 1.0, weights: dict[str, Any] | None = None
+    ) -> list[torch.Tensor | None]:
         """Forward + backward without any observer: outputs, parameter and input gradients."""
         instance = self.build()
-        if weights is not None:
+        if weights is not None and isinstance(instance, nn.Module):
             instance.load_state_dict(weights)
         values, leaves = self.inputs(layout, scale)
         torch.manual_seed(2)
         output = _forward_backward(getattr(instance, entry.name), values)
-        parameters = list(instance.parameters()) if self.is_module else []
+        parameters = list(instance.parameters()) if isinstance(instance, nn.Module) else []
         return [*flat_tensors(output), *(p.grad for p in parameters), *(leaf.grad for leaf in leaves)]
 
 
@@ -407,7 +463,9 @@ def _time_limit(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def drive(driver: object, module: ModuleType, request: Request, outcome: Outcome, arguments: tuple[tuple, dict]) -> None:
+def drive(
+    driver: Drivable, module: ModuleType, request: Request, outcome: Outcome, arguments: tuple[Args, Kwargs]
+) -> None:
     """Build, feed and run one driver; raises NotRun with the reason when it cannot be done."""
     harness = Harness(driver, module, request, arguments)
     built: list[object] = []
@@ -428,7 +486,7 @@ def drive(driver: object, module: ModuleType, request: Request, outcome: Outcome
             _compare_fixes(harness, entry, layout, outcome, request)
 
 
-def _run_entry(harness: Harness, entry: Entry, outcome: Outcome) -> inputs.Layout | None:
+def _run_entry(harness: Harness, entry: Entry, outcome: Outcome) -> Layout | None:
     errors = []
     where = f"{harness.driver.__name__}.{entry.name}" if isinstance(harness.driver, type) else f"{entry.name}()"
     for layout in harness.layouts(entry):
@@ -436,7 +494,7 @@ def _run_entry(harness: Harness, entry: Entry, outcome: Outcome) -> inputs.Layou
             instance = harness.build()
             values, _ = harness.inputs(layout)
             torch.manual_seed(2)
-            observed(lambda: _forward_backward(getattr(instance, entry.name), values), outcome)
+            observed(functools.partial(_call_entry, instance, entry.name, values), outcome)
             return layout
         except Exception as error:  # inputs that do not fit: try the next layout
             if _out_of_memory(error):  # other small inputs would only run out again
@@ -449,7 +507,7 @@ def _run_entry(harness: Harness, entry: Entry, outcome: Outcome) -> inputs.Layou
 Alternative = tuple[int, str, Callable[[float], "list[torch.Tensor | None] | None"]]
 
 
-def _compare_fixes(harness: Harness, entry: Entry, layout: inputs.Layout | None, outcome: Outcome, request: Request) -> None:
+def _compare_fixes(harness: Harness, entry: Entry, layout: Layout | None, outcome: Outcome, request: Request) -> None:
     """For each finding whose line ran clean: do the results change once its fix is applied?"""
     alternatives = [
         alternative
@@ -474,7 +532,9 @@ def _compare_fixes(harness: Harness, entry: Entry, layout: inputs.Layout | None,
                 outcome.changed[line] = f"{CHANGES} ({how})"
 
 
-def _alternative(harness: Harness, entry: Entry, layout: inputs.Layout | None, request: Request, file: str, line: int, code: str) -> Alternative | None:
+def _alternative(
+    harness: Harness, entry: Entry, layout: Layout | None, request: Request, file: str, line: int, code: str
+) -> Alternative | None:
     """How to run the driver with the fix of `code` at `line`: the finding's own fix applied to
     a copy of the file, else the code's run-time stand-in; None when there is neither."""
     fix = request.fixes.get(line, {}).get(code)
@@ -484,7 +544,7 @@ def _alternative(harness: Harness, entry: Entry, layout: inputs.Layout | None, r
             twin = harness.twin(copy) if copy is not None else None
         except Exception:  # the fixed file's own code raised on import: nothing to compare with
             return None
-        if twin is None:
+        if copy is None or twin is None:
             return None
 
         def with_fix(scale: float) -> list[torch.Tensor | None]:
@@ -504,7 +564,9 @@ def _alternative(harness: Harness, entry: Entry, layout: inputs.Layout | None, r
 
 
 def _out_of_memory(error: BaseException) -> bool:
-    return isinstance(error, MemoryError) or (isinstance(error, RuntimeError) and bool(OUT_OF_MEMORY.search(str(error))))
+    return isinstance(error, MemoryError) or (
+        isinstance(error, RuntimeError) and bool(OUT_OF_MEMORY.search(str(error)))
+    )
 
 
 def _describe(error: BaseException, memory_bytes: int | None = None) -> str:
@@ -544,7 +606,11 @@ def probe(request: Request, emit: Callable[[dict[int, str]], None]) -> None:
             target = driver.load()
             if not _drivable(target):
                 raise NotRun(f"{driver.name} is not an nn.Module, autograd.Function or function")
-            variants = inputs.constructor_variants(target, request.specs.get(driver.name)) if _is_module(target) else [((), {})]
+            variants = (
+                inputs.constructor_variants(target, request.specs.get(driver.name))
+                if _is_module(target)
+                else [((), {})]
+            )
         except NotRun as reason:
             reasons.update({line: f"not run: {reason}" for line in driver.owned})
             return
@@ -562,7 +628,13 @@ def probe(request: Request, emit: Callable[[dict[int, str]], None]) -> None:
             except NotRun as reason:
                 reasons.update({line: f"not run: {reason}" for line in driver.owned if number == 0})
             except BaseException as error:  # sys.exit() and friends inside the user's forward
-                reasons.update({line: f"not run: {driver.name} raised {_describe(error, request.memory_bytes)}" for line in driver.owned if number == 0})
+                reasons.update(
+                    {
+                        line: f"not run: {driver.name} raised {_describe(error, request.memory_bytes)}"
+                        for line in driver.owned
+                        if number == 0
+                    }
+                )
             update = {}
             for line in speaks_for:
                 status = outcome.status(line, owned=line in driver.owned and not failed)
@@ -576,14 +648,22 @@ def probe(request: Request, emit: Callable[[dict[int, str]], None]) -> None:
     if remaining := unproven(lines):
         for driver in callers(request.file, tree, module, remaining):
             run(driver, remaining)
-    leftover = {line: reasons.get(line, "not run: no nn.Module, autograd.Function or function holds or uses this line") for line in lines if line not in best}
+    leftover = {
+        line: reasons.get(line, "not run: no nn.Module, autograd.Function or function holds or uses this line")
+        for line in lines
+        if line not in best
+    }
     if leftover:
         emit(leftover)
 
 
-def _is_module(target: object) -> bool:
+def _is_module(target: object) -> TypeGuard[type[nn.Module]]:
     return isinstance(target, type) and issubclass(target, nn.Module)
 
 
-def _drivable(target: object) -> bool:
-    return _is_module(target) or (isinstance(target, type) and issubclass(target, torch.autograd.Function)) or inspect.isfunction(target)
+def _drivable(target: object) -> TypeGuard[Drivable]:
+    return (
+        _is_module(target)
+        or (isinstance(target, type) and issubclass(target, torch.autograd.Function))
+        or inspect.isfunction(target)
+    )

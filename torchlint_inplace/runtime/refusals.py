@@ -17,7 +17,7 @@ import ast
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import FrameType, TracebackType
+from types import CodeType, FrameType, TracebackType
 from typing import NamedTuple
 
 import torch
@@ -26,7 +26,16 @@ from .construction import built_at, writing_module
 from .diagnosis import diagnose
 from .report import Related, TensorInfo, event_block, tensor_info
 from .sites import Site, called_module, frame_site, is_internal
-from .statements import InplaceForm, Statement, evaluated_forms, function_at, inplace_forms, instruction_span, node_at, statement_at
+from .statements import (
+    InplaceForm,
+    Statement,
+    evaluated_forms,
+    function_at,
+    inplace_forms,
+    instruction_span,
+    node_at,
+    statement_at,
+)
 
 _LEAF_FIX = (
     "to update the tensor itself (a parameter step, a re-initialisation), do it under `with torch.no_grad():` as optimizers do; "
@@ -75,7 +84,9 @@ REFUSALS = (
     ),
     Refusal(
         "multiple-views",
-        re.compile(r"^Output \d+ of \w+ is a view and is being modified inplace\. This view is the output of a function that returns multiple views"),
+        re.compile(
+            r"^Output \d+ of \w+ is a view and is being modified inplace\. This view is the output of a function that returns multiple views"
+        ),
         "{name} is one of several views of one tensor that `split`/`chunk`/`unbind` returned: autograd cannot rewrite the "
         "backward of a multi-output view after an in-place write",
         _VIEW_FIX,
@@ -91,7 +102,9 @@ REFUSALS = (
     ),
     Refusal(
         "custom-function-view",
-        re.compile(r"^Output \d+ of \w+ is a view and is being modified inplace\. This view was created inside a custom Function"),
+        re.compile(
+            r"^Output \d+ of \w+ is a view and is being modified inplace\. This view was created inside a custom Function"
+        ),
         "{name} is an output of the custom Function `{function}`, which returned its input as is: an in-place write to it "
         "would bypass the Function's backward",
         "in `{function}.forward`, call `ctx.mark_dirty(x)` for an input it writes and returns (or return `x.clone()`); or `.clone()` its output before writing into it",
@@ -119,7 +132,9 @@ REFUSALS = (
     ),
     Refusal(
         "overlapping-operand",
-        re.compile(r"^unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location"),
+        re.compile(
+            r"^unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location"
+        ),
         "the write reads an operand that overlaps {name} in memory: the result would depend on the order the elements are written",
         "clone the overlapping operand first (`x.add_(x.t().clone())`), or write out of place",
     ),
@@ -160,7 +175,11 @@ class InplaceRefusalError(RuntimeError):
         self.related = related
         self.built = built
         self.stack = stack
-        words = {"name": f"`{name}`" if name else "the written tensor", "what": what, "function": function or "the Function"}
+        words = {
+            "name": f"`{name}`" if name else "the written tensor",
+            "what": what,
+            "function": function or "the Function",
+        }
         self.why = refusal.why.format(**words)
         self.fix = refusal.fix.format(**words)
         self.rule = _rule(op, name, write, function if refusal.key != "backward-hook-view" else None)
@@ -189,7 +208,11 @@ class InplaceRefusalError(RuntimeError):
         if self.tensor is not None:
             lines += [f"  tensor: `{self.name}`, {self.tensor.text}", ""]
         lines += event_block(f"refused: in-place `{self.op}`" if self.op else "raised", self.write)
-        lines += [line for related in (*self.related, *filter(None, [self.built])) for line in event_block(related.role, related.site)]
+        lines += [
+            line
+            for related in (*self.related, *filter(None, [self.built]))
+            for line in event_block(related.role, related.site)
+        ]
         lines += [f"  why: {self.why}", f"  {self.rule}: {self.fix}"]
         if self.stack:
             lines += ["", "  called from:", *(f"    {site.location} in {site.function}" for site in self.stack)]
@@ -237,8 +260,12 @@ def explain(error: RuntimeError, views_made_at: Callable[[torch.Tensor], Site | 
             related.append(cause)
     if tensor is not None and refusal.key == "multiple-views" and (made := views_made_at(tensor)) is not None:
         related.append(Related("the views were made", made))
-    built = built_at(writing_module(entry.frame for entry in reversed(inner))) if via and via.startswith("nn/") else None
-    stack = tuple(frame_site(entry.frame, None, entry.line) for entry in _without_harness([frames[index] for index in users[:-1]]))
+    built = (
+        built_at(writing_module(entry.frame for entry in reversed(inner))) if via and via.startswith("nn/") else None
+    )
+    stack = tuple(
+        frame_site(entry.frame, None, entry.line) for entry in _without_harness([frames[index] for index in users[:-1]])
+    )
     return InplaceRefusalError(
         message.split("\n", 1)[0].strip(),
         refusal,
@@ -327,8 +354,8 @@ def _function_cause(function_class: type, key: str) -> Related | None:
     as is) that made its output a view."""
     forward = getattr(function_class, "forward", None)
     code = getattr(forward, "__code__", None)
-    node = function_at(code.co_filename, code.co_firstlineno) if code else None
-    if node is None:
+    node = function_at(code.co_filename, code.co_firstlineno) if isinstance(code, CodeType) else None
+    if node is None or not isinstance(code, CodeType):
         return None
     inputs = {argument.arg for argument in node.args.args[1:]}
     name = function_class.__qualname__
@@ -336,15 +363,25 @@ def _function_cause(function_class: type, key: str) -> Related | None:
         if key == "dirty-not-returned" and _calls_method(statement, "mark_dirty"):
             return Related(f"`{name}.forward` marks it dirty", _site(code, statement, name))
         if key == "custom-function-view" and _writes_one_of(statement, inputs):
-            return Related(f"`{name}.forward` wrote its input in place without `ctx.mark_dirty`", _site(code, statement, name))
+            return Related(
+                f"`{name}.forward` wrote its input in place without `ctx.mark_dirty`", _site(code, statement, name)
+            )
     for statement in _statements(node):
-        if key == "custom-function-view" and isinstance(statement, ast.Return) and isinstance(statement.value, ast.Name) and statement.value.id in inputs:
+        if (
+            key == "custom-function-view"
+            and isinstance(statement, ast.Return)
+            and isinstance(statement.value, ast.Name)
+            and statement.value.id in inputs
+        ):
             return Related(f"`{name}.forward` returned its input as is", _site(code, statement, name))
     return None
 
 
 def _statements(function: ast.AST) -> list[ast.stmt]:
-    return sorted((node for node in ast.walk(function) if isinstance(node, ast.stmt) and node is not function), key=lambda node: node.lineno)
+    return sorted(
+        (node for node in ast.walk(function) if isinstance(node, ast.stmt) and node is not function),
+        key=lambda node: node.lineno,
+    )
 
 
 def _calls_method(statement: ast.stmt, method: str) -> bool:
@@ -355,10 +392,13 @@ def _calls_method(statement: ast.stmt, method: str) -> bool:
 def _writes_one_of(statement: ast.stmt, names: set[str]) -> bool:
     if getattr(statement, "body", None):  # a compound statement: its own lines are visited apart
         return False
-    return any(isinstance(form.target, ast.Name) and form.target.id in names for form in inplace_forms(Statement(statement, None)))
+    return any(
+        isinstance(form.target, ast.Name) and form.target.id in names
+        for form in inplace_forms(Statement(statement, None))
+    )
 
 
-def _site(code, statement: ast.stmt, function: str) -> Site:
+def _site(code: CodeType, statement: ast.stmt, function: str) -> Site:
     return Site(code.co_filename, statement.lineno, f"{function}.forward", code.co_varnames[: code.co_argcount], None)
 
 

@@ -14,6 +14,7 @@ import torch
 
 from .diagnosis import Diagnosis, diagnose
 from .sites import Site, code_frame
+from .statements import Variables
 
 
 @dataclass(frozen=True)
@@ -60,11 +61,11 @@ class SavedEvent:
 
     @property
     def file(self) -> str | None:
-        return self.site and self.site.file
+        return self.site.file if self.site is not None else None
 
     @property
     def line(self) -> int | None:
-        return self.site and self.site.line
+        return self.site.line if self.site is not None else None
 
     @property
     def code(self) -> str:
@@ -88,7 +89,13 @@ class WriteEvent(SavedEvent):
 
 
 def write_event(
-    op: str, version: int, site: Site | None, saved: SavedEvent, built: Related | None = None, local: dict | None = None, detached: bool = False
+    op: str,
+    version: int,
+    site: Site | None,
+    saved: SavedEvent,
+    built: Related | None = None,
+    local: Variables | None = None,
+    detached: bool = False,
 ) -> WriteEvent:
     return WriteEvent(op, version, site, diagnose(op, site, saved.site, local, detached), built)
 
@@ -100,7 +107,9 @@ class InplaceCulpritError(RuntimeError):
     when raised at backward, where autograd would have raised its version-counter error.
     """
 
-    def __init__(self, tensor: TensorInfo, saved: SavedEvent, writes: tuple[WriteEvent, ...], version: int, at_write: bool) -> None:
+    def __init__(
+        self, tensor: TensorInfo, saved: SavedEvent, writes: tuple[WriteEvent, ...], version: int, at_write: bool
+    ) -> None:
         self.tensor = tensor
         self.saved = saved
         self.writes = writes
@@ -124,7 +133,9 @@ class InplaceCulpritError(RuntimeError):
             "mutation": site_dict(mutation.site) if mutation else None,
             "built": mutation.built.to_dict() if mutation and mutation.built else None,
             "saved": {"op": self.saved.op, **(site_dict(self.saved.site) or {})},
-            "writes": [{"op": write.op, "version": write.version, **(site_dict(write.site) or {})} for write in self.writes],
+            "writes": [
+                {"op": write.op, "version": write.version, **(site_dict(write.site) or {})} for write in self.writes
+            ],
             "text": str(self),
         }
 
@@ -190,7 +201,7 @@ class SilentReport:
     count: int = 1
 
     @property
-    def key(self) -> tuple:
+    def key(self) -> tuple[object, ...]:
         return (self.kind, self.write.file, self.write.line, tuple((r.site.file, r.site.line) for r in self.related))
 
     def to_dict(self) -> dict[str, object]:

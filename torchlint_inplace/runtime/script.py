@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import TextIO
 
 from .refusals import InplaceRefusalError
-from .report import InplaceCulpritError
+from .report import InplaceCulpritError, SilentReport
 from .sites import is_internal
 from .tracer import trace
 
@@ -80,7 +80,12 @@ def run_script(
     return code
 
 
-def _write_text(stream: TextIO, error, reports, fail_on_silent: bool) -> None:
+def _write_text(
+    stream: TextIO,
+    error: InplaceCulpritError | InplaceRefusalError | None,
+    reports: list[SilentReport],
+    fail_on_silent: bool,
+) -> None:
     if error is not None:
         stream.write(f"{PREFIX}{error}\n")
     for report in reports:

@@ -1,9 +1,12 @@
 """Silent corruption the tracer sees while the code runs: writes that raise nothing but change what
 another reader gets. The tracer calls `on_write` for every in-place op and, while a caller is
-watched, `on_read` with the tensors every op reads.
+watched, `on_read` with the tensors every op reads (for a view op, the view it returns: the
+elements it exposes, not the whole tensor it was taken from).
 
 - `caller-reads-written` (callers.py): a callee writes a tensor its caller holds under another
-  name, and the caller reads that name again.
+  name, and the caller reads that name again, or returns it.
+- `state-read-again` (kept.py): a method hands a tensor its object keeps (`self.data[index]`) to a
+  callee that writes it, and a later call reads that attribute of the object again.
 - `overlapping-operand`: an in-place op reads an operand that overlaps its target without being
   the same view (`x -= x[:, :1]`): the values depend on the order elements are written. Torch
   refuses most such ops itself; broadcast operands slip through.
@@ -44,7 +47,7 @@ class SilentWatch:
     """Collects the reports, in the order first seen (`reports`)."""
 
     def __init__(self) -> None:
-        self.reports: dict[tuple, SilentReport] = {}
+        self.reports: dict[tuple[object, ...], SilentReport] = {}
         self.callers = CallerWatches(self.add)
 
     @property
@@ -83,7 +86,9 @@ class SilentWatch:
             self._hooked_input(op, target, module, site, built, start)
             self.callers.watch(op, target, frame, via, site, start, module, built)
 
-    def _overlapping_operand(self, op: str, target: torch.Tensor, operands: list[torch.Tensor], frame: FrameType, site: Site) -> None:
+    def _overlapping_operand(
+        self, op: str, target: torch.Tensor, operands: list[torch.Tensor], frame: FrameType, site: Site
+    ) -> None:
         for operand in operands:
             if operand is not target and not same_elements(operand, target) and overlaps(operand, target):
                 name = written_name(site, frame)
@@ -126,7 +131,10 @@ class SilentWatch:
         if not isinstance(base, torch.nn.Parameter) or (site.via or "").startswith(BY_DESIGN):
             return
         for writer in outward(start):  # the frames from the write up to the user's: torch's own module code too
-            if any(value is base or (isinstance(value, torch.nn.Module) and _owns(value, base)) for value in writer.f_locals.values()):
+            if any(
+                value is base or (isinstance(value, torch.nn.Module) and _owns(value, base))
+                for value in writer.f_locals.values()
+            ):
                 return  # written through the module that owns it (`Embedding`'s padding row), or the parameter itself
             if writer is frame:
                 break
@@ -145,19 +153,36 @@ class SilentWatch:
             )
         )
 
-    def _hooked_input(self, op: str, target: torch.Tensor, module: torch.nn.Module | None, site: Site, built: Related | None, start: FrameType) -> None:
+    def _hooked_input(
+        self,
+        op: str,
+        target: torch.Tensor,
+        module: torch.nn.Module | None,
+        site: Site,
+        built: Related | None,
+        start: FrameType,
+    ) -> None:
         if module is None or getattr(module, "inplace", False) is not True:
             return
         hooks = [*torch.nn.modules.module._global_forward_hooks.values(), *module._forward_hooks.values()]
-        forward = next((frame for frame in outward(start) if frame.f_code.co_name == "forward" and frame.f_locals.get("self") is module), None)
+        forward = next(
+            (
+                frame
+                for frame in outward(start)
+                if frame.f_code.co_name == "forward" and frame.f_locals.get("self") is module
+            ),
+            None,
+        )
         names = forward.f_code.co_varnames[1:2] if forward is not None else ()
-        given = forward.f_locals.get(names[0]) if names else None
+        given = forward.f_locals.get(names[0]) if forward is not None and names else None
         if not hooks or not isinstance(given, torch.Tensor) or not overlaps(given, target):
             return
         readers = [code for code in map(_input_reader, hooks) if code is not None]
         if not readers:
             return  # the hooks look at the output only
-        related = tuple(Related(f"the forward hook `{code.co_qualname}` reads it", _code_site(code)) for code in readers)
+        related = tuple(
+            Related(f"the forward hook `{code.co_qualname}` reads it", _code_site(code)) for code in readers
+        )
         kind = type(module).__name__
         self.add(
             SilentReport(
@@ -191,7 +216,11 @@ def written_name(site: Site | None, frame: FrameType | None = None) -> str | Non
     if statement is None:
         return None
     if frame is not None:
-        tensors = [form for form, value in evaluated_forms(statement, frame.f_locals, frame.f_globals) if isinstance(value, torch.Tensor)]
+        tensors = [
+            form
+            for form, value in evaluated_forms(statement, frame.f_locals, frame.f_globals)
+            if isinstance(value, torch.Tensor)
+        ]
         if tensors:
             return ast.unparse(tensors[0].target)
     forms = inplace_forms(statement)
@@ -203,7 +232,10 @@ def _line_calling(frame: FrameType, method: str, before: int) -> Site | None:
     lines = [
         call.lineno
         for call in (ast.walk(node) if node is not None else ())
-        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == method and call.lineno < before
+        if isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr == method
+        and call.lineno < before
     ]
     return frame_site(frame, None, max(lines)) if lines else None
 
@@ -234,8 +266,12 @@ def _input_reader(hook: object) -> CodeType | None:
         return None
     name = code.co_varnames[index]
     loads = ("LOAD_FAST", "LOAD_DEREF", "LOAD_CLOSURE", "LOAD_FAST_CHECK")
-    return code if any(instruction.opname in loads and instruction.argval == name for instruction in dis.get_instructions(code)) else None
+    return (
+        code
+        if any(instruction.opname in loads and instruction.argval == name for instruction in dis.get_instructions(code))
+        else None
+    )
 
 
-def _code_site(code) -> Site:
+def _code_site(code: CodeType) -> Site:
     return Site(code.co_filename, code.co_firstlineno, code.co_qualname, code.co_varnames[: code.co_argcount], None)

@@ -63,7 +63,9 @@ def _is_internal(code: CodeType) -> bool:
         # A pytest hook implementation (`pytest_runtest_call` of pytest, pluggy or any plugin's
         # hookwrapper) is test machinery around the user's test, never the user's line.
         hook = code.co_name.startswith("pytest_")
-        internal = _internal_codes[code] = file.startswith(_INTERNAL_ROOTS) or in_stdlib or file.startswith("<frozen ") or hook
+        internal = _internal_codes[code] = (
+            file.startswith(_INTERNAL_ROOTS) or in_stdlib or file.startswith("<frozen ") or hook
+        )
     return internal
 
 

@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import ast
 import linecache
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from types import CodeType
+
+# A frame's variables (`f_locals`, `f_globals`), as the evaluation below reads them.
+Variables = Mapping[str, object]
 
 
 @dataclass(frozen=True)
@@ -72,7 +76,9 @@ def _find_statement(tree: ast.Module, line: int) -> Statement | None:
         if node is None:
             return found
         blocks = [block for block in _blocks(node) if block]
-        inner = next((block for block in blocks if block[0].lineno <= line <= (block[-1].end_lineno or block[-1].lineno)), None)
+        inner = next(
+            (block for block in blocks if block[0].lineno <= line <= (block[-1].end_lineno or block[-1].lineno)), None
+        )
         if inner is None:
             header = tuple(_header(node))
             return Statement(node, header if blocks else None)
@@ -91,10 +97,8 @@ def _header(node: ast.stmt) -> Iterator[ast.AST]:
     for name in ("test", "iter", "target", "subject"):
         if (part := getattr(node, name, None)) is not None:
             yield part
-    for item in getattr(node, "items", []):
-        yield item
-    for decorator in getattr(node, "decorator_list", []):
-        yield decorator
+    yield from getattr(node, "items", [])
+    yield from getattr(node, "decorator_list", [])
 
 
 @lru_cache(maxsize=4096)
@@ -116,18 +120,25 @@ def bound_targets(statement: Statement) -> frozenset[str]:
         for element in ast.walk(target):
             if isinstance(element, ast.Name) and isinstance(element.ctx, ast.Store):
                 names.add(element.id)
-            elif isinstance(element, ast.Subscript) and isinstance(element.ctx, ast.Store) and (text := target_text(element)):
+            elif (
+                isinstance(element, (ast.Subscript, ast.Attribute))
+                and isinstance(element.ctx, ast.Store)
+                and (text := target_text(element))
+            ):
                 names.add(text)
     names |= {node.target.id for node in ast.walk(statement.node) if isinstance(node, ast.NamedExpr)}
     return frozenset(names)
 
 
 def target_text(node: ast.AST) -> str | None:
-    """`x`, or `batch['obs']` for a constant key of a name: the aliases the tracer tracks."""
+    """`x`, `batch['obs']` for a constant key of a name, or `self.data` for an attribute of one:
+    the aliases the tracer tracks."""
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and isinstance(node.slice, ast.Constant):
         return f"{node.value.id}[{node.slice.value!r}]"
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"
     return None
 
 
@@ -150,14 +161,18 @@ def inplace_forms(statement: Statement) -> tuple[InplaceForm, ...]:
     if statement.header is None and isinstance(node, ast.AugAssign):
         forms.append(InplaceForm(_AUG_OPS.get(type(node.op), "op") + "=", _root(node.target), (node.value,)))
     if statement.header is None and isinstance(node, ast.Assign):
-        forms += [InplaceForm("[...] =", _root(target), (node.value,)) for target in node.targets if isinstance(target, ast.Subscript)]
+        forms += [
+            InplaceForm("[...] =", _root(target), (node.value,))
+            for target in node.targets
+            if isinstance(target, ast.Subscript)
+        ]
     for part in statement.parts():
         for call in (call for call in ast.walk(part) if isinstance(call, ast.Call)):
             forms += _call_forms(call)
     return tuple(forms)
 
 
-def evaluated_forms(statement: Statement, local: dict, global_: dict) -> list[tuple[InplaceForm, object]]:
+def evaluated_forms(statement: Statement, local: Variables, global_: Variables) -> list[tuple[InplaceForm, object]]:
     """The statement's in-place forms whose target evaluates in the frame, with the value (so a
     caller keeps the tensors: `torch.relu_(x)` is a form on `torch` and one on `x`)."""
     found = []
@@ -170,15 +185,26 @@ def evaluated_forms(statement: Statement, local: dict, global_: dict) -> list[tu
 
 
 def _call_forms(call: ast.Call) -> list[InplaceForm]:
-    name = call.func.attr if isinstance(call.func, ast.Attribute) else call.func.id if isinstance(call.func, ast.Name) else ""
+    name = (
+        call.func.attr
+        if isinstance(call.func, ast.Attribute)
+        else call.func.id
+        if isinstance(call.func, ast.Name)
+        else ""
+    )
     forms = []
     for keyword in call.keywords:
         if keyword.arg == "out":
             forms.append(InplaceForm(name, _root(keyword.value), tuple(call.args)))
-        elif keyword.arg == "inplace" and call.args and not (isinstance(keyword.value, ast.Constant) and not keyword.value.value):
+        elif (
+            keyword.arg == "inplace"
+            and call.args
+            and not (isinstance(keyword.value, ast.Constant) and not keyword.value.value)
+        ):
             forms.append(InplaceForm(name, _root(call.args[0]), tuple(call.args[1:])))
     if name.endswith("_") and not name.startswith("_"):
-        if isinstance(call.func, ast.Attribute):  # `t.add_(y)`, or `torch.relu_(t)` (told apart by evaluating the receiver)
+        # `t.add_(y)`, or `torch.relu_(t)` (told apart by evaluating the receiver)
+        if isinstance(call.func, ast.Attribute):
             forms.append(InplaceForm(name, _root(call.func.value), tuple(call.args), method=True))
         if call.args:
             forms.append(InplaceForm(name, _root(call.args[0]), tuple(call.args[1:])))
@@ -188,9 +214,13 @@ def _call_forms(call: ast.Call) -> list[InplaceForm]:
 def _root(node: ast.expr) -> ast.expr:
     """`x` for `x[i]`, `x[i][j]` and `x.view(-1)[0]`: the tensor written through the indexing
     and the (view) methods."""
-    while isinstance(node, ast.Subscript) or (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
-        node = node.value if isinstance(node, ast.Subscript) else node.func.value
-    return node
+    while True:
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            node = node.func.value
+        else:
+            return node
 
 
 _AUG_OPS = {
@@ -229,7 +259,7 @@ def function_at(file: str, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef 
     return cached[1].get(line)
 
 
-def evaluate(node: ast.expr, local: dict, global_: dict) -> object:
+def evaluate(node: ast.expr, local: Variables, global_: Variables) -> object:
     """The value of a name, an attribute chain or a constant-key subscript of a container, read
     from a frame's variables; raises LookupError for anything else (no user code is called
     beyond attribute access)."""
@@ -246,12 +276,14 @@ def evaluate(node: ast.expr, local: dict, global_: dict) -> object:
         except Exception as error:
             raise LookupError(node.attr) from error
     if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
-        container = evaluate(node.value, local, global_)
-        if isinstance(container, (dict, list, tuple)):
-            try:
-                return container[node.slice.value]
-            except (KeyError, IndexError, TypeError) as error:
-                raise LookupError(ast.unparse(node)) from error
+        container, key = evaluate(node.value, local, global_), node.slice.value
+        try:
+            if isinstance(container, dict):
+                return container[key]
+            if isinstance(container, (list, tuple)) and isinstance(key, int):
+                return container[key]
+        except (KeyError, IndexError, TypeError) as error:
+            raise LookupError(ast.unparse(node)) from error
     raise LookupError(ast.unparse(node))
 
 
@@ -259,21 +291,23 @@ Span = tuple[int, int, int, int]  # first line, first column, last line, end col
 
 
 @lru_cache(maxsize=1024)
-def _positions(code) -> list[tuple[int | None, int | None, int | None, int | None]]:
+def _positions(code: CodeType) -> list[tuple[int | None, int | None, int | None, int | None]]:
     return list(code.co_positions())
 
 
-def instruction_span(code, lasti: int) -> Span | None:
+def instruction_span(code: CodeType, lasti: int) -> Span | None:
     """Where in the source the frame's current instruction is (Python 3.11+ positions)."""
     positions = _positions(code)
     index = lasti // 2
-    if not 0 <= index < len(positions) or None in positions[index]:
+    if not 0 <= index < len(positions):
         return None
     line, end_line, column, end_column = positions[index]
+    if line is None or end_line is None or column is None or end_column is None:
+        return None
     return line, column, end_line, end_column
 
 
-def _span(node: ast.AST) -> Span:
+def _span(node: ast.expr | ast.stmt) -> Span:
     return node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or 0
 
 
@@ -285,7 +319,7 @@ def _within(inner: Span, outer: Span) -> bool:
 def node_at(statement: Statement, span: Span | None) -> ast.AST | None:
     """The smallest expression of the statement that holds the instruction at `span` (the call
     or operator it is running), or the statement itself."""
-    best: ast.AST | None = None
+    best: ast.expr | ast.stmt | None = None
     for part in statement.parts():
         for node in ast.walk(part):
             if isinstance(node, (ast.expr, ast.stmt)) and span is not None and _within(span, _span(node)):
@@ -296,11 +330,12 @@ def node_at(statement: Statement, span: Span | None) -> ast.AST | None:
 
 @lru_cache(maxsize=4096)
 def aliases_in(node: ast.AST, after: Span | None = None) -> frozenset[str]:
-    """The aliases (`x`, `batch['obs']`, see `target_text`) the expression loads; with `after`,
-    only those past that position, which Python evaluates after it (`f(x) + x`: the second `x`)."""
+    """The aliases (`x`, `batch['obs']`, `self.data`, see `target_text`) the expression loads; with
+    `after`, only those past that position, which Python evaluates after it (`f(x) + x`: the
+    second `x`)."""
     found = set()
     for element in ast.walk(node):
-        if isinstance(element, (ast.Name, ast.Subscript)) and isinstance(element.ctx, ast.Load):
+        if isinstance(element, (ast.Name, ast.Subscript, ast.Attribute)) and isinstance(element.ctx, ast.Load):
             if after is not None and _span(element)[:2] < after[2:]:
                 continue
             if (text := target_text(element)) is not None:
@@ -308,7 +343,7 @@ def aliases_in(node: ast.AST, after: Span | None = None) -> frozenset[str]:
     return frozenset(found)
 
 
-def evaluate_alias(alias: str, local: dict) -> object:
+def evaluate_alias(alias: str, local: Variables) -> object:
     """The value of an alias from `target_text` in a frame's locals."""
     return evaluate(_alias_expression(alias), local, {})
 

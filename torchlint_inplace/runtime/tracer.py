@@ -24,9 +24,12 @@ from __future__ import annotations
 import contextlib
 import sys
 import weakref
+from collections.abc import Iterator, Mapping, Sequence
+from types import TracebackType
 from typing import Any
 
 import torch
+from torch._ops import OpOverload
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .construction import built_at, recording_builds, writing_module
@@ -38,13 +41,19 @@ from .sites import Site, frame_site, outward, user_frame, user_site
 
 _DETACH = torch.ops.aten.detach.default
 # Ops returning several views of one tensor, which autograd refuses to let be written in place.
-_MULTI_VIEW_OPS = frozenset(getattr(torch.ops.aten, name) for name in ("split", "split_with_sizes", "unbind", "chunk", "tensor_split"))
+_MULTI_VIEW_OPS = frozenset(
+    getattr(torch.ops.aten, name) for name in ("split", "split_with_sizes", "unbind", "chunk", "tensor_split")
+)
 
 # Dropping index entries whose records all died costs a pass over the index; do it this often.
 _SWEEP_EVERY = 4096
+# An aten op as the dispatch mode receives it, and its arguments by (position, name).
+Op = OpOverload[..., Any]
+Arguments = tuple[tuple[int, str], ...]
 # Schema facts of each op (the arguments it writes, those it reads), shared by every tracer.
-_write_args: dict[Any, tuple[tuple[int, str], ...]] = {}
-_read_args: dict[Any, tuple[tuple[int, str], ...]] = {}
+_write_args: dict[Op, Arguments] = {}
+_read_args: dict[Op, Arguments] = {}
+_views: dict[Op, bool] = {}
 
 
 class _Saved:
@@ -53,7 +62,7 @@ class _Saved:
 
     __slots__ = ("alias", "version", "op", "site", "writes", "hidden", "in_graph", "__weakref__")
 
-    def __init__(self, alias: torch.Tensor, version: int, site, in_graph: bool) -> None:
+    def __init__(self, alias: torch.Tensor, version: int, site: Site | None, in_graph: bool) -> None:
         self.alias = alias
         self.in_graph = in_graph  # the tensor saved required grad
         self.version = version
@@ -78,13 +87,16 @@ class _WriteWatch(TorchDispatchMode):
     after, so a pending record belongs to the next op unless it is a result of the last one."""
 
     def __init__(self, tracer: Tracer) -> None:
-        super().__init__()
+        # A direct call: mypy exempts unannotated torch code (untyped_calls_exclude) there, not through super().
+        TorchDispatchMode.__init__(self)
         self.tracer = tracer
         self.last_op = "?"
-        self.last_outputs: tuple[Any, ...] = ()
+        self.last_outputs: Sequence[object] = ()
         self.pending: list[_Saved] = []
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    def __torch_dispatch__(
+        self, func: Op, types: Sequence[type], args: Sequence[object] = (), kwargs: Mapping[str, object] | None = None
+    ) -> object:
         kwargs = kwargs or {}
         if func is _DETACH:  # the pack hook's own detach; a user's saves nothing either
             return func(*args, **kwargs)
@@ -95,21 +107,27 @@ class _WriteWatch(TorchDispatchMode):
             self.pending.clear()
         tracer = self.tracer
         written = tracer.written_arguments(func)
-        if written or tracer.silent.waiting:
+        waiting = tracer.silent.waiting
+        viewing = waiting and not written and tracer.is_view(func)  # what a view reads is what it returns
+        if written or (waiting and not viewing):
             read = list(_values(args, kwargs, tracer.read_arguments(func)))
-            if tracer.silent.waiting:
+            if waiting:
                 tracer.silent.on_read(read, sys._getframe(1))
             if written:
                 tracer.on_write(name, list(_values(args, kwargs, written)), read)
         out = func(*args, **kwargs)
         self.last_op = name
         self.last_outputs = out if isinstance(out, (tuple, list)) else (out,)
+        if viewing:
+            tracer.silent.on_read(
+                [item for item in self.last_outputs if isinstance(item, torch.Tensor)], sys._getframe(1)
+            )
         if func.overloadpacket in _MULTI_VIEW_OPS:
             tracer.views_made(self.last_outputs)
         return out
 
 
-def _values(args, kwargs, arguments):
+def _values(args: Sequence[object], kwargs: Mapping[str, object], arguments: Arguments) -> Iterator[torch.Tensor]:
     for index, name in arguments:
         value = args[index] if index < len(args) else kwargs.get(name)
         if isinstance(value, torch.Tensor):
@@ -127,7 +145,7 @@ class Tracer(contextlib.ContextDecorator):
         self.silent = SilentWatch()
         self._entered: list[tuple[contextlib.ExitStack, _WriteWatch | None]] = []
         self._index: dict[int, weakref.WeakSet[_Saved]] = {}
-        self._views: dict[int, tuple[weakref.ref, Site]] = {}
+        self._views: dict[int, tuple[weakref.ref[torch.Tensor], Site]] = {}
         self._packs = 0
         self._watch: _WriteWatch | None = None
 
@@ -144,7 +162,9 @@ class Tracer(contextlib.ContextDecorator):
         stack.enter_context(torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack))
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         __tracebackhide__ = True  # pytest shows the user's frames, not this one
         stack, self._watch = self._entered.pop()
         stack.__exit__(exc_type, exc, tb)
@@ -158,7 +178,7 @@ class Tracer(contextlib.ContextDecorator):
     # --- schema facts -------------------------------------------------------------------
 
     @staticmethod
-    def written_arguments(func) -> tuple[tuple[int, str], ...]:
+    def written_arguments(func: Op) -> Arguments:
         written = _write_args.get(func)
         if written is None:
             written = _write_args[func] = tuple(
@@ -169,7 +189,17 @@ class Tracer(contextlib.ContextDecorator):
         return written
 
     @staticmethod
-    def read_arguments(func) -> tuple[tuple[int, str], ...]:
+    def is_view(func: Op) -> bool:
+        """Whether the op returns a view of an argument (`select`, `view`, `transpose`, ...)."""
+        view = _views.get(func)
+        if view is None:
+            view = _views[func] = any(
+                result.alias_info is not None and not result.alias_info.is_write for result in func._schema.returns
+            )
+        return view
+
+    @staticmethod
+    def read_arguments(func: Op) -> Arguments:
         """The tensor arguments an op only reads (not those it writes)."""
         read = _read_args.get(func)
         if read is None:
@@ -205,9 +235,12 @@ class Tracer(contextlib.ContextDecorator):
             record.op = _op_of_node(node.name())
         version = record.alias._version
         if version != record.version:
-            raise InplaceCulpritError(tensor_info(record.alias), record.event(), tuple(record.writes), version, at_write=False)
-        if record.hidden:
-            self.silent.add(_hidden_write(record))
+            raise InplaceCulpritError(
+                tensor_info(record.alias), record.event(), tuple(record.writes), version, at_write=False
+            )
+        report = _hidden_write(record) if record.hidden else None
+        if report is not None:
+            self.silent.add(report)
         return record.alias
 
     # --- writes ---------------------------------------------------------------------------
@@ -222,12 +255,18 @@ class Tracer(contextlib.ContextDecorator):
             found = user_frame(sys._getframe(1))
             site = frame_site(*found) if found is not None else None
             local = found[0].f_locals if found is not None else {}
-            built = built_at(writing_module(outward(sys._getframe(1)))) if site is not None and (site.via or "").startswith("nn/") else None
+            built = (
+                built_at(writing_module(outward(sys._getframe(1))))
+                if site is not None and (site.via or "").startswith("nn/")
+                else None
+            )
             grad = torch.is_grad_enabled()
             for record in list(records):
                 # the user's own write through an alias out of the graph (`.detach()`); torch's code
                 # detaching on the user's behalf (`max_norm`) keeps the form of the user's line
-                detached = grad and record.in_graph and not target.requires_grad and site is not None and site.via is None
+                detached = (
+                    grad and record.in_graph and not target.requires_grad and site is not None and site.via is None
+                )
                 write = write_event(op, target._version + 1, site, record.event(), built, local, detached)
                 if not shares_version_counter(target, record.alias):
                     if overlaps(target, record.alias):
@@ -235,11 +274,13 @@ class Tracer(contextlib.ContextDecorator):
                     continue
                 record.writes.append(write)
                 if self.fail_fast:
-                    raise InplaceCulpritError(tensor_info(record.alias), record.event(), tuple(record.writes), target._version, at_write=True)
+                    raise InplaceCulpritError(
+                        tensor_info(record.alias), record.event(), tuple(record.writes), target._version, at_write=True
+                    )
 
     # --- views ----------------------------------------------------------------------------
 
-    def views_made(self, outputs: tuple[Any, ...]) -> None:
+    def views_made(self, outputs: Sequence[object]) -> None:
         site = user_site()
         if site is not None:
             for out in outputs:
@@ -251,8 +292,11 @@ class Tracer(contextlib.ContextDecorator):
         return known[1] if known is not None and known[0]() is tensor else None
 
 
-def _hidden_write(record: _Saved) -> SilentReport:
-    write = record.hidden[-1]
+def _hidden_write(record: _Saved) -> SilentReport | None:
+    """The report of the last hidden write made from user code (a report needs its line)."""
+    write = next((write for write in reversed(record.hidden) if write.site is not None), None)
+    if write is None or write.site is None:
+        return None
     return SilentReport(
         "hidden-write",
         f"`{write.op}` wrote a tensor that `{record.op}` saved for backward through an alias autograd does not track (`.data`): "
@@ -266,7 +310,7 @@ def _hidden_write(record: _Saved) -> SilentReport:
     )
 
 
-def _is_saved_result(tensor: torch.Tensor, outputs: tuple[Any, ...]) -> bool:
+def _is_saved_result(tensor: torch.Tensor, outputs: Sequence[object]) -> bool:
     """Whether `tensor` is being saved as a result of the op that just ran (sigmoid, softmax,
     exp, ... save their output), rather than as an input of the op about to run."""
     node = tensor.grad_fn

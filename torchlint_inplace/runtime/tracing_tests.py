@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Generator
+from types import TracebackType
 
 import pytest
 
@@ -52,7 +53,12 @@ class TracedTests:
             pytest.fail("\n\n".join(f"torchlint-inplace: {report.render()}" for report in reports), pytrace=False)
         for report in reports:
             # Located at the user's line, as pytest's summary lists it.
-            warnings.warn_explicit(self.warning(f"torchlint-inplace: {report.render()}"), self.warning, report.write.file, report.write.line)
+            warnings.warn_explicit(
+                self.warning(f"torchlint-inplace: {report.render()}"),
+                self.warning,
+                report.write.file,
+                report.write.line,
+            )
         return result
 
     def _attach(self, item: pytest.Item, tracer: Tracer) -> None:
@@ -60,7 +66,9 @@ class TracedTests:
             item.add_report_section("call", _SECTION, "\n\n".join(report.render() for report in tracer.reports))
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         excinfo = call.excinfo
         if excinfo is not None and isinstance(excinfo.value, InplaceRefusalError):
@@ -70,10 +78,10 @@ class TracedTests:
         return report
 
 
-def _explained(excinfo: pytest.ExceptionInfo) -> str:
+def _explained(excinfo: pytest.ExceptionInfo[BaseException]) -> str:
     """The tracer's explanation, then the user's frames that led to backward() (the test's own line first)."""
     frames = []
-    tb = excinfo.tb
+    tb: TracebackType | None = excinfo.tb
     while tb is not None:
         if not is_internal(tb.tb_frame) and not any(harness in tb.tb_frame.f_code.co_filename for harness in _HARNESS):
             site = frame_site(tb.tb_frame, None, tb.tb_lineno)

@@ -25,16 +25,20 @@ import contextlib
 import functools
 import inspect
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .fixed import rebindings, replaced
 from .construction import built_at, writing_module
+from .fixed import rebindings, replaced
 from .sites import outward, user_site
+
+if TYPE_CHECKING:
+    from .tracer import Op
 
 # What each stand-in does, for the status that names it.
 VARIANTS = {
@@ -56,8 +60,8 @@ def _called_from(file: str, line: int) -> bool:
     return built is not None and built.site.file == file and built.site.line == line
 
 
-def _inplace_functionals() -> dict[str, tuple[Callable, inspect.Signature]]:
-    found = {}
+def _inplace_functionals() -> dict[str, tuple[Callable[..., Any], inspect.Signature]]:
+    found: dict[str, tuple[Callable[..., Any], inspect.Signature]] = {}
     for name in dir(F):
         function = getattr(F, name)
         if not inspect.isfunction(function):
@@ -71,9 +75,11 @@ def _inplace_functionals() -> dict[str, tuple[Callable, inspect.Signature]]:
     return found
 
 
-def _out_of_place_from(file: str, line: int, function: Callable, signature: inspect.Signature) -> Callable:
+def _out_of_place_from(
+    file: str, line: int, function: Callable[..., Any], signature: inspect.Signature
+) -> Callable[..., Any]:
     @functools.wraps(function)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
         if _called_from(file, line):
             bound = signature.bind(*args, **kwargs)
             bound.arguments["inplace"] = False
@@ -85,9 +91,13 @@ def _out_of_place_from(file: str, line: int, function: Callable, signature: insp
 
 def _tip004(file: str, line: int) -> list[tuple[object, str, object]]:
     functionals = _inplace_functionals()
-    wrappers = {name: _out_of_place_from(file, line, function, signature) for name, (function, signature) in functionals.items()}
+    wrappers = {
+        name: _out_of_place_from(file, line, function, signature) for name, (function, signature) in functionals.items()
+    }
     replacements: list[tuple[object, str, object]] = [(F, name, wrapper) for name, wrapper in wrappers.items()]
-    return replacements + rebindings({id(functionals[name][0]): wrapper for name, wrapper in wrappers.items()}, skip=(F,))
+    return replacements + rebindings(
+        {id(functionals[name][0]): wrapper for name, wrapper in wrappers.items()}, skip=(F,)
+    )
 
 
 def _enclosing_function(file: str, line: int) -> list[str] | None:
@@ -112,9 +122,9 @@ def _clone(value: object) -> object:
     return value.clone() if isinstance(value, torch.Tensor) else value
 
 
-def _with_copied_arguments(function: Callable) -> Callable:
+def _with_copied_arguments(function: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(function)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
         return function(*map(_clone, args), **{key: _clone(value) for key, value in kwargs.items()})
 
     return wrapper
@@ -146,11 +156,14 @@ class _WritesAtLine(TorchDispatchMode):
     """Collects the storages that in-place ops issued from one source line write to."""
 
     def __init__(self, file: str, line: int) -> None:
-        super().__init__()
+        # A direct call: mypy exempts unannotated torch code (untyped_calls_exclude) there, not through super().
+        TorchDispatchMode.__init__(self)
         self.file, self.line = file, line
         self.storages: set[int] = set()
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    def __torch_dispatch__(
+        self, func: Op, types: Sequence[type], args: Sequence[object] = (), kwargs: Mapping[str, object] | None = None
+    ) -> object:
         kwargs = kwargs or {}
         if func._schema.is_mutable and _called_from(self.file, self.line):
             for index, argument in enumerate(func._schema.arguments):
@@ -203,10 +216,10 @@ def results_differ(first: Sequence[torch.Tensor | None], second: Sequence[torch.
     """Whether two runs' outputs and gradients (in the same order) tell a different story."""
     if len(first) != len(second):
         return True
-    for a, b in zip(first, second):
-        if (a is None) != (b is None):
-            return True
-        if a is None:
+    for a, b in zip(first, second, strict=True):
+        if a is None or b is None:
+            if (a is None) != (b is None):
+                return True
             continue
         if a.shape != b.shape or a.dtype != b.dtype:
             return True
