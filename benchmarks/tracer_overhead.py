@@ -68,7 +68,9 @@ CONTEXTS: dict[str, Callable[[], AbstractContextManager]] = {
 }
 
 
-def median_ms(step: Callable[[], None], runs: int, sync: Callable[[], None], clock: Callable[[], float]) -> dict[str, float]:
+def median_ms(
+    step: Callable[[], None], runs: int, sync: Callable[[], None], clock: Callable[[], float]
+) -> dict[str, float]:
     """Median time per context; the contexts take turns run by run, so load from other processes
     on the machine hits all of them alike instead of whichever ran during the spike. On CPU the
     clock is the process's CPU time, which other processes on a shared machine barely move."""
@@ -138,7 +140,20 @@ def test_arithmetic():
 def _pytest_cpu_seconds(tests: Path, extra: list[str]) -> float:
     """CPU seconds (user + system: the figure a machine shared with other work does not skew)
     of a fresh pytest over `tests`."""
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-o", "addopts=", *extra, str(tests)]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:xdist",
+        "-o",
+        "addopts=",
+        *extra,
+        str(tests),
+    ]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(command, cwd=tests.parent, capture_output=True, text=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -176,16 +191,23 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--timm", nargs="*", default=[], metavar="NAME", help="timm models to time")
     parser.add_argument("--fixtures", action="store_true", help="time one pass over every fixture driver")
-    parser.add_argument("--plugin", action="store_true", help="time pytest over the fixture drivers with and without the plugin")
+    parser.add_argument(
+        "--plugin", action="store_true", help="time pytest over the fixture drivers with and without the plugin"
+    )
     options = parser.parse_args()
     if options.threads:
         torch.set_num_threads(options.threads)
     device = torch.device(options.device)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     clock = time.perf_counter if device.type == "cuda" else time.process_time
-    print(f"device {device}, {torch.get_num_threads()} threads, median of {options.runs} runs, {'wall' if device.type == 'cuda' else 'CPU'} ms")
+    print(
+        f"device {device}, {torch.get_num_threads()} threads, median of {options.runs} runs, {'wall' if device.type == 'cuda' else 'CPU'} ms"
+    )
     images = torch.randn(8, 3, 32, 32, device=device)
-    print_medians("small_resnet, batch 8x3x32x32", median_ms(model_step(small_resnet().to(device), images), options.runs, sync, clock))
+    print_medians(
+        "small_resnet, batch 8x3x32x32",
+        median_ms(model_step(small_resnet().to(device), images), options.runs, sync, clock),
+    )
     for name in options.timm:
         import timm
 
@@ -193,7 +215,10 @@ def main() -> None:
         size = model.default_cfg.get("input_size", (3, 224, 224))
         parameters = sum(parameter.numel() for parameter in model.parameters()) / 1e6
         step = model_step(model, torch.randn(8, *size, device=device))
-        print_medians(f"timm {name} ({parameters:.1f} M parameters), batch 8x{'x'.join(map(str, size))}", median_ms(step, options.runs, sync, clock))
+        print_medians(
+            f"timm {name} ({parameters:.1f} M parameters), batch 8x{'x'.join(map(str, size))}",
+            median_ms(step, options.runs, sync, clock),
+        )
     if options.fixtures:
         print_medians("fixtures/: one pass over every driver", median_ms(fixture_pass(), options.runs, sync, clock))
     if options.plugin:

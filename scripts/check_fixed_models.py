@@ -36,7 +36,9 @@ def run_models(zoo: str, root: Path, options: list[str]) -> tuple[dict[str, str]
     results = root / f"{zoo}-results.json"
     done = subprocess.run(
         [sys.executable, str(CONFIRM_MODELS), f"--{zoo}", str(root), "--results", str(results), *options],
-        capture_output=True, text=True, cwd=root,
+        capture_output=True,
+        text=True,
+        cwd=root,
     )
     if done.returncode != 0 or not results.exists():
         sys.exit(f"confirm_models.py failed on {root}:\n{done.stderr[-3000:]}")
@@ -47,7 +49,9 @@ def ran(results: dict[str, str]) -> set[str]:
     return {name for name, result in results.items() if result.startswith("ok")}
 
 
-def check_zoo(zoo: str, package: Path, scratch: Path, jobs: int | None, options: list[str], preview: bool = False) -> bool:
+def check_zoo(
+    zoo: str, package: Path, scratch: Path, jobs: int | None, options: list[str], preview: bool = False
+) -> bool:
     original, fixed = scratch / "original", scratch / "fixed"
     for side in (original, fixed):
         shutil.copytree(package, side / zoo, ignore=shutil.ignore_patterns("__pycache__"))
@@ -56,8 +60,12 @@ def check_zoo(zoo: str, package: Path, scratch: Path, jobs: int | None, options:
     before, before_log = run_models(zoo, original, options)
     after, after_log = run_models(zoo, fixed, options)
     regressed = sorted(ran(before) - ran(after))
-    changed = sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name) and name not in regressed)
-    print(f"{zoo} models that ran forward+backward: original {len(ran(before))}/{len(before)}, fixed {len(ran(after))}/{len(after)}")
+    changed = sorted(
+        name for name in before.keys() | after.keys() if before.get(name) != after.get(name) and name not in regressed
+    )
+    print(
+        f"{zoo} models that ran forward+backward: original {len(ran(before))}/{len(before)}, fixed {len(ran(after))}/{len(after)}"
+    )
     print(f"  original copy: {before_log}".replace("\n", "\n  "))
     print(f"  fixed copy: {after_log}".replace("\n", "\n  "))
     print(f"  ran before the fix, fail after it: {len(regressed)}")
@@ -74,12 +82,19 @@ def main() -> int:
         parser.add_argument(f"--{zoo}", type=Path, help=f"the {zoo} package directory")
     parser.add_argument("--deps", type=Path, help="a folder of extra pure dependencies (numpy), for confirm_models.py")
     parser.add_argument("--jobs", "-j", type=int, help="passed to torchlint-inplace (default: all cores)")
-    parser.add_argument("--preview", action="store_true", help="also fix the findings only --preview enables (more fixes exercised)")
+    parser.add_argument(
+        "--preview", action="store_true", help="also fix the findings only --preview enables (more fixes exercised)"
+    )
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per model")
     parser.add_argument("--limit", type=int, help="at most this many models per zoo")
     parser.add_argument("--keep", type=Path, help="put the copies here (a new folder) instead of a temporary one")
     args = parser.parse_args()
-    options = ["--timeout", str(args.timeout), *(["--deps", str(args.deps.resolve())] if args.deps else []), *(["--limit", str(args.limit)] if args.limit else [])]
+    options = [
+        "--timeout",
+        str(args.timeout),
+        *(["--deps", str(args.deps.resolve())] if args.deps else []),
+        *(["--limit", str(args.limit)] if args.limit else []),
+    ]
     with tempfile.TemporaryDirectory() as temporary:
         scratch = args.keep.resolve() if args.keep else Path(temporary)
         failed = False

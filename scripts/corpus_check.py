@@ -49,7 +49,11 @@ class Pass:
     cpu_seconds: float  # user + system of the command and its workers
 
     def crashes(self) -> list[str]:
-        found = [f"{f['filename']}: {f['message']}" for f in self.report["findings"] if f["code"] == "TIP000" and f["message"].startswith("internal error")]
+        found = [
+            f"{f['filename']}: {f['message']}"
+            for f in self.report["findings"]
+            if f["code"] == "TIP000" and f["message"].startswith("internal error")
+        ]
         found += [line for line in self.stderr.splitlines() if RELINT_ERROR in line]
         if self.returncode not in (0, 1) or "Traceback" in self.stderr:
             found.append(f"exit {self.returncode}: {self.stderr.strip()[-2000:]}")
@@ -152,16 +156,24 @@ def summary(corpus: Path, figures: Figures) -> str:
         f"  written files that do not compile: {len(figures.uncompilable)}",
         f"  time: lint {lint.wall_seconds:.1f} s wall / {lint.cpu_seconds:.1f} s CPU, fix {fix.wall_seconds:.1f} s wall / {fix.cpu_seconds:.1f} s CPU",
     ]
-    return "\n".join(lines + [f"    {problem}" for problem in figures.crashes + figures.dropped_fixes + figures.uncompilable])
+    return "\n".join(
+        lines + [f"    {problem}" for problem in figures.crashes + figures.dropped_fixes + figures.uncompilable]
+    )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("corpora", nargs="*", type=Path, help="directories to copy, lint and fix (default: the installed torch)")
+    parser.add_argument(
+        "corpora", nargs="*", type=Path, help="directories to copy, lint and fix (default: the installed torch)"
+    )
     parser.add_argument("--limit", type=int, help="check only the first N Python files of each corpus (sorted by path)")
     parser.add_argument("--jobs", "-j", type=int, help="passed to torchlint-inplace (default: all cores)")
-    parser.add_argument("--preview", action="store_true", help="also report and fix the findings only --preview enables")
-    parser.add_argument("--findings", type=Path, help="write the lint's findings here, one `path:line:col code message` a line")
+    parser.add_argument(
+        "--preview", action="store_true", help="also report and fix the findings only --preview enables"
+    )
+    parser.add_argument(
+        "--findings", type=Path, help="write the lint's findings here, one `path:line:col code message` a line"
+    )
     args = parser.parse_args()
     failed = False
     found: list[str] = []

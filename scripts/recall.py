@@ -58,7 +58,16 @@ class Case:
 
 def _lint(unit: list[Path]) -> set[tuple[str, int]]:
     """(file, line) of every default finding of a plain CLI run over the case."""
-    command = [sys.executable, "-m", "torchlint_inplace", "--isolated", "--no-cache", "--format", "json", *map(str, unit)]
+    command = [
+        sys.executable,
+        "-m",
+        "torchlint_inplace",
+        "--isolated",
+        "--no-cache",
+        "--format",
+        "json",
+        *map(str, unit),
+    ]
     result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=600)
     if result.returncode not in (0, 1):
         raise SystemExit(f"torchlint-inplace failed on {unit[0]}: {result.stderr.strip()}")
@@ -132,7 +141,9 @@ def main() -> int:
     if options.cases:
         for case in cases:
             verdict = "found" if case.is_found else "MISSED"
-            print(f"{verdict:7} {'+'.join(case.kinds) or 'unlabelled':14} {case.name}  ({len(case.found)}/{len(case.bugs)} lines)")
+            print(
+                f"{verdict:7} {'+'.join(case.kinds) or 'unlabelled':14} {case.name}  ({len(case.found)}/{len(case.bugs)} lines)"
+            )
     table = summary(cases)
     scope = f"batch {options.batch}" if options.batch else "fixtures/realworld"
     print(
@@ -141,7 +152,9 @@ def main() -> int:
         f"culprit lines {table['lines']['found']}/{table['lines']['total']}"
     )
     if options.json is not None:
-        options.json.write_text(json.dumps({"cases": [asdict(case) for case in cases], "totals": table}, indent=2) + "\n", encoding="utf-8")
+        options.json.write_text(
+            json.dumps({"cases": [asdict(case) for case in cases], "totals": table}, indent=2) + "\n", encoding="utf-8"
+        )
     return 0
 
 

@@ -84,7 +84,9 @@ def test_seed2_script_names_both_lines(seed_files: SeedFiles, tmp_path: Path) ->
 
 def test_seed2_fixture_under_python_m(tmp_path: Path) -> None:
     script = tmp_path / "run_seed.py"
-    script.write_text(f"import runpy\nrunpy.run_path({str(SEED2_FIXTURE)!r})['raises_seed_script']()\n", encoding="utf-8")
+    script.write_text(
+        f"import runpy\nrunpy.run_path({str(SEED2_FIXTURE)!r})['raises_seed_script']()\n", encoding="utf-8"
+    )
     result = _run(sys.executable, "-m", "torchlint_inplace.trace", script, cwd=tmp_path)
     text = SEED2_FIXTURE.read_text(encoding="utf-8")
     assert result.returncode == 1, result.stderr
@@ -96,7 +98,9 @@ def test_seed2_fixture_under_python_m(tmp_path: Path) -> None:
 def test_gan_two_optimizers_script(tmp_path: Path, fail_fast: bool) -> None:
     script = tmp_path / "train_gan.py"
     script.write_text(GAN_SCRIPT, encoding="utf-8")
-    result = _run(_console_script(), "trace", *(["--fail-fast"] if fail_fast else []), script, "--steps", "3", cwd=tmp_path)
+    result = _run(
+        _console_script(), "trace", *(["--fail-fast"] if fail_fast else []), script, "--steps", "3", cwd=tmp_path
+    )
     assert result.returncode == 1, result.stderr
     assert "step 0 done" not in result.stdout
     assert f"train_gan.py:{_line_of(GAN_SCRIPT, 'd_fake = D(fake)')} in <module>" in result.stderr
@@ -127,7 +131,9 @@ def test_script_sees_its_argv_main_and_folder_and_exit_code_passes_through(tmp_p
 
 def test_clean_script_exits_zero_and_missing_script_is_a_usage_error(tmp_path: Path) -> None:
     script = tmp_path / "clean.py"
-    script.write_text("import torch\nx = torch.randn(3, requires_grad=True)\ny = x.sigmoid()\ny.sum().backward()\n", encoding="utf-8")
+    script.write_text(
+        "import torch\nx = torch.randn(3, requires_grad=True)\ny = x.sigmoid()\ny.sum().backward()\n", encoding="utf-8"
+    )
     runner = CliRunner()
     assert runner.invoke(main, ["trace", str(script)]).exit_code == 0
     missing = runner.invoke(main, ["trace", str(tmp_path / "nope.py")])
@@ -190,7 +196,9 @@ def test_refusal_at_the_write_is_explained_without_internal_frames(tmp_path: Pat
     result = _run(_console_script(), "trace", script, cwd=tmp_path)
     assert result.returncode == 1, result.stderr
     report = result.stderr[result.stderr.index("torchlint-inplace trace: ") :]
-    assert report.startswith("torchlint-inplace trace: a leaf Variable that requires grad is being used in an in-place operation.")
+    assert report.startswith(
+        "torchlint-inplace trace: a leaf Variable that requires grad is being used in an in-place operation."
+    )
     assert f"clip.py:{_line_of(LEAF_SCRIPT, 'p.clamp_(-0.1, 0.1)')} in clip_weights" in report
     assert f"clip.py:{_line_of(LEAF_SCRIPT, 'clip_weights(model)')} in <module>" in report  # called from
     assert "why: `p` is a leaf that requires grad (an nn.Parameter)" in report and "torch.no_grad()" in report
@@ -216,18 +224,31 @@ def test_json_report_goes_to_the_output_file(tmp_path: Path) -> None:
     script = tmp_path / "block.py"
     script.write_text(SILENT_SCRIPT, encoding="utf-8")
     output = tmp_path / "report.json"
-    result = _run(sys.executable, "-m", "torchlint_inplace.trace", "--format", "json", "-o", output, script, cwd=tmp_path)
+    result = _run(
+        sys.executable, "-m", "torchlint_inplace.trace", "--format", "json", "-o", output, script, cwd=tmp_path
+    )
     assert result.returncode == 0 and "torchlint-inplace trace" not in result.stderr, result.stderr
     document = json.loads(output.read_text(encoding="utf-8"))
     assert (document["version"], document["exit_code"], document["error"]) == (1, 0, None)
     [silent] = document["silent"]
-    assert (silent["kind"], silent["rule"], silent["write"]["line"]) == ("caller-reads-written", "TIP004", _line_of(SILENT_SCRIPT, "out = self.act(h)"))
-    assert silent["built"]["code"] == "self.act = nn.ReLU(inplace=True)" and silent["related"][0]["code"] == "return out + h"
+    assert (silent["kind"], silent["rule"], silent["write"]["line"]) == (
+        "caller-reads-written",
+        "TIP004",
+        _line_of(SILENT_SCRIPT, "out = self.act(h)"),
+    )
+    assert (
+        silent["built"]["code"] == "self.act = nn.ReLU(inplace=True)"
+        and silent["related"][0]["code"] == "return out + h"
+    )
     leaf = tmp_path / "clip.py"
     leaf.write_text(LEAF_SCRIPT, encoding="utf-8")
     result = _run(_console_script(), "trace", "--format", "json", leaf, cwd=tmp_path)
     error = json.loads(result.stderr[result.stderr.index("{") :])["error"]
-    assert result.returncode == 1 and error["kind"] == "refused-leaf" and error["mutation"]["code"] == "p.clamp_(-0.1, 0.1)"
+    assert (
+        result.returncode == 1
+        and error["kind"] == "refused-leaf"
+        and error["mutation"]["code"] == "p.clamp_(-0.1, 0.1)"
+    )
     assert error["rule"] == "TIP001" and error["tensor"]["name"] == "p" and "why" in error
 
 
@@ -273,9 +294,16 @@ def test_json_report_has_the_state_and_return_reads(tmp_path: Path) -> None:
     output = tmp_path / "report.json"
     assert run_script(str(script), [], format="json", output=str(output)) == 0
     silent = json.loads(output.read_text(encoding="utf-8"))["silent"]
-    found = {(report["kind"], report["write"]["code"], tuple(related["code"] for related in report["related"])) for report in silent}
+    found = {
+        (report["kind"], report["write"]["code"], tuple(related["code"] for related in report["related"]))
+        for report in silent
+    }
     assert found == {
-        ("state-read-again", "image.sub_(0.5).div_(0.2)", ("image = normalize(self.data[index])", "image = normalize(self.data[index])")),
+        (
+            "state-read-again",
+            "image.sub_(0.5).div_(0.2)",
+            ("image = normalize(self.data[index])", "image = normalize(self.data[index])"),
+        ),
         ("caller-reads-written", "x += 1.0", ("return x",)),
     }
 
@@ -286,5 +314,7 @@ def test_other_crashes_print_the_scripts_traceback_without_runner_frames(tmp_pat
     result = _run(_console_script(), "trace", script, cwd=tmp_path)
     printed = result.stderr[result.stderr.index("Traceback (most recent call last):") :]
     assert result.returncode == 1
-    assert printed.splitlines()[1].strip().endswith('crash.py", line 4, in <module>') and printed.endswith("ValueError: no such checkpoint\n")
+    assert printed.splitlines()[1].strip().endswith('crash.py", line 4, in <module>') and printed.endswith(
+        "ValueError: no such checkpoint\n"
+    )
     assert "runpy" not in printed and "click" not in printed and "torchlint_inplace" not in printed
