@@ -1106,7 +1106,9 @@ class FunctionInterpreter:
 
             self.recorder.on_write(target.storages, ParamWrite((), site, form, action, form is Form.INPLACE_ACTIVATION, self.grad_enabled, condition, calls))
         if self.contract is not None:
-            self.contract.on_write(target.storages, site, action, written, state)
+            # A callee's write (`bump(x)` in another file) breaches the contract at the call.
+            here = site if site.path == self.ctx.path else Site(self.ctx.path, node)
+            self.contract.on_write(target.storages, here, action, written, state)
             return
         if target.hidden is not None:
             form = Form.HIDDEN
