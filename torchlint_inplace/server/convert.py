@@ -127,3 +127,23 @@ def disable_for_line(finding: Finding, text: str, locate: Locate, encode: Encode
         kind=types.CodeActionKind.QuickFix,
         edit=types.WorkspaceEdit(changes=changes),
     )
+
+
+def replacement(uri: str, old: str, new: str, encode: Encode) -> types.TextEdit | None:
+    """One edit that turns the document `uri`, holding `old`, into `new`: the lines between
+    what the two share at the start and at the end (the rest of the document, and the cursor
+    there, stay put)."""
+    if old == new:
+        return None
+    before, after = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    start = 0
+    while start < min(len(before), len(after)) and before[start] == after[start]:
+        start += 1
+    end = 0
+    while end < min(len(before), len(after)) - start and before[-1 - end] == after[-1 - end]:
+        end += 1
+    if end == 0 and before and not before[-1].endswith(("\n", "\r")):  # up to the end of an unterminated line
+        stop = encode(uri, len(before) - 1, len(before[-1]))
+    else:
+        stop = types.Position(len(before) - end, 0)
+    return types.TextEdit(types.Range(types.Position(start, 0), stop), "".join(after[start : len(after) - end]))
