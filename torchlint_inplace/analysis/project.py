@@ -54,6 +54,9 @@ class FileContext:
     text_hash: int | None = None  # of the decoded text `module` was parsed from, when read from disk
     size: int = 0  # characters of that text: what the tree costs in memory (0: not known)
     _positions: Positions | None = None
+    # The code of nodes asked for already: messages name the same expressions again on every
+    # run of a function (loops run twice, a method once per caller), and each is a codegen.
+    _code: dict[cst.CSTNode, str] = field(default_factory=dict)
 
     def span_of(self, node: cst.CSTNode) -> Span:
         """Positions are computed for the whole module, once, when a finding first needs one."""
@@ -62,7 +65,10 @@ class FileContext:
         return self._positions[node]
 
     def code_of(self, node: cst.CSTNode) -> str:
-        return self.module.code_for_node(node)
+        code = self._code.get(node)
+        if code is None:
+            code = self._code[node] = self.module.code_for_node(node)
+        return code
 
     def function_ref(self, node: cst.FunctionDef, cls: ClassInfo | None) -> FunctionRef:
         return FunctionRef(self.path, node, cls)
