@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from support import every_rule
 
-from torchlint_inplace import api
+from torchlint_inplace import analysis, api
 from torchlint_inplace.fixes import builders
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -71,3 +71,24 @@ def test_no_fix_is_built_until_asked_for(monkeypatch: pytest.MonkeyPatch) -> Non
     assert linted.findings
     with pytest.raises(AssertionError, match="a fix was built"):
         linted.with_fixes()
+
+
+def test_versions_linted_one_after_another_find_what_a_fresh_lint_finds() -> None:
+    """An editor's session: each version parsed from the last one's tree (`reparse`) and
+    analysed with the callee summaries kept, against each version linted afresh."""
+    path = FIXTURES / "tip002" / "saved_tensors.py"
+    settings, project = every_rule(str(FIXTURES)), analysis.Project()
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    hazard = next(number for number, line in enumerate(lines) if "] = " in line and line.startswith("        "))
+    versions = [
+        "".join(lines),
+        "".join([*lines, "# typed at the end\n"]),
+        "".join([*lines[:hazard], lines[hazard].replace("] = ", "] += "), *lines[hazard + 1 :]]),
+        "".join([*lines[:hazard], "        pass  # the write removed\n", *lines[hazard + 1 :]]),
+        "".join(lines),
+    ]
+    for text in versions:
+        linted = api.lint_buffer(text, path, settings, project=project)
+        assert linted.with_fixes() == api.lint_source(text, path, settings)
+    first, second = (project.parse(str(path), text) for text in versions[:2])
+    assert set(map(id, first.body)) & set(map(id, second.body)), "no statement was kept: nothing was reparsed"
