@@ -1,6 +1,7 @@
 """`reparse` must build exactly the tree `libcst.parse_module` builds for the new text, or
 give up (None): compared node for node (`deep_equals`) over every fixture, under random
-edits of the kinds typing makes, one after another as an editor sends them."""
+edits of the kinds typing makes, one after another as an editor sends them; and the
+positions derived from the previous version's must be those a codegen of the new tree gives."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
+from libcst.metadata import MetadataWrapper, ParentNodeProvider
 
+from torchlint_inplace.analysis.positions import MAX_DERIVED, Positions, positions_of
 from torchlint_inplace.analysis.reparse import Parsed, Pieces, reparse
 
 FIXTURES = sorted((Path(__file__).resolve().parent.parent / "fixtures").rglob("*.py"))
@@ -51,8 +54,10 @@ def full(text: str) -> cst.Module | None:
 
 def check(old: Parsed, text: str) -> Parsed:
     """The version after `old`: the reparsed one where reparse managed, checked against the
-    whole parse, else the whole parse (what the caller falls back to)."""
+    whole parse (and its positions, derived from the old version's, against a codegen of
+    its own), else the whole parse (what the caller falls back to)."""
     expected = full(text)
+    positions_of(old.module)  # the editor's last version was reported on
     got = reparse(old, text)
     if expected is None:
         assert got is None, "a text the parser refuses was built from pieces"
@@ -62,6 +67,11 @@ def check(old: Parsed, text: str) -> Parsed:
     assert got.module.deep_equals(expected), text
     assert got.module.code == text
     assert got.pieces == Pieces.of(expected)
+    derived, fresh = positions_of(got.module), Positions(got.module)
+    parents = MetadataWrapper(got.module, unsafe_skip_copy=True).resolve(ParentNodeProvider)
+    for node in [got.module, *parents]:
+        assert derived[node] == fresh[node], (type(node).__name__, got.module.code_for_node(node)[:60])
+        assert derived.parents.get(node) is fresh.parents.get(node)
     return got
 
 
@@ -106,3 +116,10 @@ AWKWARD = {
 @pytest.mark.parametrize(("old", "new"), AWKWARD.values(), ids=AWKWARD.keys())
 def test_awkward_edits(old: str, new: str) -> None:
     check(Parsed(old, cst.parse_module(old)), new)
+
+
+def test_a_long_run_of_versions_starts_its_positions_afresh() -> None:
+    version = Parsed("import a\n\n\nclass A:\n    x = 1\n", cst.parse_module("import a\n\n\nclass A:\n    x = 1\n"))
+    for number in range(MAX_DERIVED + 3):
+        version = check(version, version.text + f"y{number} = {number}\n")
+    assert positions_of(version.module)._depth <= MAX_DERIVED

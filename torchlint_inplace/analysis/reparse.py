@@ -29,6 +29,8 @@ from itertools import accumulate
 
 import libcst as cst
 
+from .positions import Edit, derive, line_of
+
 # A line that continues the compound statement above it rather than starting one.
 _CLAUSE = re.compile(r"(?:else|elif|except|finally)\b")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
@@ -125,6 +127,7 @@ def reparse(old: Parsed, text: str) -> Parsed | None:
         default_newline=module.default_newline if kept else middle.default_newline,
         has_trailing_newline=True,
     )
+    _derive_positions(old, rebuilt, text, start, tail, [*(() if kept else middle.header), *body], foot, middle)
     at = start if kept else sum(len(middle.code_for_node(line)) for line in middle.header)
     starts = list(pieces.starts[:kept])
     for statement in body:
@@ -136,6 +139,31 @@ def reparse(old: Parsed, text: str) -> Parsed | None:
     else:
         footer = at
     return Parsed(text, rebuilt, Pieces(tuple(starts), footer))
+
+
+def _derive_positions(
+    old: Parsed,
+    rebuilt: cst.Module,
+    text: str,
+    start: int,
+    tail: int,
+    fresh: list[cst.CSTNode],
+    foot: list[cst.BaseStatement],
+    middle: cst.Module,
+) -> None:
+    """Lets `rebuilt`'s positions come from `old`'s: only the nodes it did not take from
+    `old` (`fresh`, and the first kept statement after the edit when it was given new
+    leading lines) are generated again."""
+    pieces, count = old.pieces, len(old.module.body)
+    if foot and foot[0] is not old.module.body[tail]:
+        fresh.append(foot[0])
+        tail += 1
+    if not foot:
+        fresh += middle.footer
+    moved = pieces.starts[tail] if tail < count else pieces.footer
+    shift = line_of(text, moved + len(text) - len(old.text)) - line_of(old.text, moved)
+    edit = Edit(tuple(fresh), line_of(text, start), line_of(old.text, moved), shift, (line_of(text, len(text)), 0))
+    derive(rebuilt, old.module, edit)
 
 
 def _lead(statements: list[cst.BaseStatement], lines: Sequence[cst.EmptyLine]) -> list[cst.BaseStatement]:
