@@ -15,6 +15,7 @@ offered unsafe fixes too.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 from collections.abc import Sequence
@@ -28,7 +29,7 @@ from pygls.lsp.server import LanguageServer
 from .. import __version__, analysis, api, config, notebook
 from ..diagnostics import Finding
 from ..fixes.apply import FixedText, selected
-from ..linting import SourceAnalysis
+from ..linting import GC_THRESHOLDS, SourceAnalysis
 from . import convert
 
 DEBOUNCE_S = 0.15
@@ -383,4 +384,5 @@ async def code_action_resolve(params: types.CodeAction) -> types.CodeAction:
 
 
 def run() -> None:
+    gc.set_threshold(*GC_THRESHOLDS)  # as a run's checker does: the trees form no cycles worth walking
     server.start_io()
