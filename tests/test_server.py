@@ -18,7 +18,7 @@ from pygls import uris  # noqa: E402
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities  # noqa: E402
 from support import SIGMOID_HAZARD  # noqa: E402
 
-from torchlint_inplace import api, notebook  # noqa: E402
+from torchlint_inplace import api, notebook, ruledoc  # noqa: E402
 from torchlint_inplace.server.convert import FIX_ALL  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio]
@@ -140,7 +140,12 @@ async def test_a_hazard_is_published_where_the_api_places_it(client: LanguageCli
         types.Position(start.line - 1, start.column), types.Position(end.line - 1, end.column)
     )
     assert (diagnostic.code, diagnostic.severity) == (finding.code, types.DiagnosticSeverity.Error)
-    assert diagnostic.code_description is not None and diagnostic.code_description.href.startswith("https://")
+    assert diagnostic.code_description is not None
+    assert (
+        diagnostic.code_description.href
+        == ruledoc.url("TIP002")
+        == "https://pypi.org/project/torchlint-inplace/#tip002"
+    )
     (related,) = diagnostic.related_information or []
     assert related.location.uri == uri
     assert related.location.range.start.line == finding.related[0].span.start.line - 1

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 
 from lsprotocol import types
 
+from .. import ruledoc
 from ..add_noqa import annotate
 from ..diagnostics import Applicability, Edit, Finding, Position, Severity, Span
 
 SOURCE = "torchlint-inplace"
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.{SOURCE}"
-RULE_DOCS = "https://pypi.org/project/torchlint-inplace/#rules"
 
 # A document's uri, a 0-based line and a code-point column there -> that position in the client's units.
 Encode = Callable[[str, int, int], types.Position]
@@ -71,7 +71,7 @@ def diagnostic(
         if finding.severity is Severity.ERROR
         else types.DiagnosticSeverity.Warning,
         code=finding.code,
-        code_description=types.CodeDescription(href=RULE_DOCS),
+        code_description=types.CodeDescription(href=ruledoc.url(finding.code)),
         source=SOURCE,
         related_information=related or None,
     )
