@@ -10,6 +10,12 @@ notebook documents) is linted as the command lints an `.ipynb`: its code cells a
 each diagnostic published on the cell it lies in. Clients may send `{"unsafeFixes": true}` as
 initialization options or in `workspace/didChangeConfiguration` under `torchlint-inplace` to be
 offered unsafe fixes too.
+
+Diagnostics are published without building fixes (`api.lint_buffer`): the fixes of a version
+are built when a code action is first asked for on it, and kept with it (`Known`), as is its
+fix-all, which clients that resolve code actions get only when it is picked. Each version is
+parsed from the previous one's tree (`analysis.reparse`), and the `Project` (callee files read
+and their summaries) lives as long as the session, until a configuration file changes.
 """
 
 from __future__ import annotations
@@ -205,7 +211,7 @@ class Server(LanguageServer):
             wants_fix_all = not automatic
         else:
             wants_fix_all = any(convert.FIX_ALL.startswith(kind) for kind in only)
-        touched = [finding for finding in known.linted.findings if self._touches(finding, buffer, params)]
+        touched = any(self._touches(finding, buffer, params) for finding in known.linted.findings)
         if not (wants_fix_all or (wants_quick_fixes and touched)):
             return []
         found = await self.with_fixes(known)
