@@ -7,7 +7,8 @@ Generated, never edited by hand:
 
 - README.md's rule table and fix table (between `<!-- generated: ... -->` markers), from the
   rule registry: each rule's `name`, `brief`, `fix_brief` and `default_enabled`, TIP000's row,
-  and the fix for writes into a leaf (`fixes.builders.LEAF_FIX_BRIEF`);
+  and the fix for writes into a leaf (`fixes.builders.LEAF_FIX_BRIEF`); each code's cell holds
+  the anchor the language server's diagnostics link to (`ruledoc.url`);
 - torchlint_inplace/data/known_problems.json, each rule's known problems (`rule CODE` prints
   them), from the fixtures' `# known-miss:` and `# known-false-positive:` comments.
 
@@ -41,12 +42,17 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+def _code(code: str) -> str:
+    """A code's cell, with the anchor editors link to (`ruledoc.url`)."""
+    return f'<a id="{ruledoc.anchor(code)}"></a>{code}'
+
+
 def rule_table() -> str:
     rows = ["| code | name | form | enabled |", "| --- | --- | --- | --- |"]
-    rows.append(f"| {NOT_CHECKED_CODE} | {NOT_CHECKED_NAME} | {_cell(ruledoc.NOT_CHECKED_BRIEF)} | always |")
+    rows.append(f"| {_code(NOT_CHECKED_CODE)} | {NOT_CHECKED_NAME} | {_cell(ruledoc.NOT_CHECKED_BRIEF)} | always |")
     for rule in registry.all_rules():
         enabled = "by default" if rule.default_enabled else "with `--preview`"
-        rows.append(f"| {rule.code} | {rule.name} | {_cell(rule.brief)} | {enabled} |")
+        rows.append(f"| {_code(rule.code)} | {rule.name} | {_cell(rule.brief)} | {enabled} |")
     return "\n".join(rows)
 
 

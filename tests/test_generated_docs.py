@@ -34,7 +34,18 @@ def test_generated_files_are_current() -> None:
 
 def test_the_rule_table_has_a_row_per_rule_and_tip000() -> None:
     rows = [line for line in gen_docs.rule_table().splitlines()[2:]]
-    assert [row.split(" | ")[0].lstrip("| ") for row in rows] == ["TIP000", *registry.codes()]
+    assert [row.split(" | ")[0].lstrip("| ").split("</a>")[-1] for row in rows] == ["TIP000", *registry.codes()]
+
+
+def test_each_code_s_documentation_link_leads_to_its_own_row() -> None:
+    """What an editor's diagnostic links to (`codeDescription.href`) is an anchor README.md
+    has, on that code's row of the rule table."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    for code in ["TIP000", *registry.codes()]:
+        link = ruledoc.url(code)
+        assert link.startswith(ruledoc.DOCS_URL + "#")
+        (row,) = [line for line in readme.splitlines() if f'id="{link.split("#")[1]}"' in line]
+        assert row.startswith("| ") and f"</a>{code} |" in row
 
 
 def test_known_problems_reach_the_rule_documentation() -> None:

@@ -1,4 +1,5 @@
-"""Our span generator must give exactly LibCST's `PositionProvider` spans, node for node."""
+"""Our span generator must give exactly LibCST's `PositionProvider` spans, node for node, and
+`ParentNodeProvider`'s parents."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
 from torchlint_inplace.analysis.positions import Positions, positions_of
 
@@ -24,8 +25,12 @@ AWKWARD = {
 
 
 def _assert_same_spans(module: cst.Module) -> int:
-    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    expected = wrapper.resolve(PositionProvider)
     ours = Positions(module)
+    parents = wrapper.resolve(ParentNodeProvider)
+    assert all(ours.parents.get(node) is parent for node, parent in parents.items())
+    assert ours.parents.get(module) is None
     for node, code_range in expected.items():
         span = ours[node]
         assert (span.start.line, span.start.column, span.end.line, span.end.column) == (

@@ -4,6 +4,7 @@
 
     findings = api.lint_source(text, "src/model.py")          # one text; the file need not exist
     fixed = api.fix_source(text, "src/model.py", unsafe=True)  # its text with the fixes applied
+    linted = api.lint_buffer(text, "src/model.py")             # .findings now, .with_fixes() later
     run = api.lint_paths(["src/"], jobs=4, cache=True)         # what `torchlint-inplace src/` does
 
 A Jupyter notebook (a path ending in `.ipynb`) is linted as its code cells joined in order:
@@ -38,7 +39,7 @@ from .diagnostics import Finding, RunWarning, not_checked
 from .discovery import discover
 from .fixes.apply import FileFix, FixedText, encode, fix_read, fix_text, selected, write_atomically
 from .fixes.run import after_fixes, dropped, fix_files, write_fixes
-from .linting import Checker, FileResult, Rules, RunOptions, lint_text
+from .linting import Checker, FileResult, Rules, RunOptions, SourceAnalysis, lint_text
 from .parallel import check_in_parallel
 from .prepass import PrePass
 
@@ -97,13 +98,41 @@ def lint_source(
     file for its settings and for resolving its imports. `settings` default to those resolved
     for `path`; `prepass=False` analyses the text fully even where the pre-pass proves it
     clean; `project` shares callee summaries among the texts of one session."""
+    return _lint(text, path, settings, rules, prepass, project, fixes=True).findings
+
+
+def lint_buffer(
+    text: str,
+    path: str | Path,
+    settings: Settings | None = None,
+    *,
+    rules: Rules | None = None,
+    project: analysis.Project | None = None,
+) -> SourceAnalysis:
+    """What an editor asks of a buffer: `lint_source`'s findings, first without their fixes
+    (`.findings`, what diagnostics show), and, when a code action asks for them, the same
+    findings with their fixes (`.with_fixes()`, built on the first call from the same analysis
+    and kept). The fix builders cost more than the analysis, so diagnostics do not wait for them."""
+    return _lint(text, path, settings, rules, True, project, fixes=False)
+
+
+def _lint(
+    text: str,
+    path: str | Path,
+    settings: Settings | None,
+    rules: Rules | None,
+    prepass: bool,
+    project: analysis.Project | None,
+    fixes: bool,
+) -> SourceAnalysis:
     resolved = Resolver().for_path(path) if settings is None else settings
     pre = PrePass() if prepass else None
     try:
         checked = checked_text(text, path)
     except notebook.NotANotebook as error:
-        return [not_checked(str(path), str(error))]
-    return lint_text(checked, str(path), resolved, _rules(rules), project or analysis.Project(), pre).findings
+        return SourceAnalysis([not_checked(str(path), str(error))])
+    catalogue, shared = _rules(rules), project or analysis.Project()
+    return lint_text(checked, str(path), resolved, catalogue, shared, pre, fixes=fixes)
 
 
 def checked_text(text: str, path: str | Path) -> str:
@@ -121,18 +150,22 @@ def fix_source(
     unsafe: bool = False,
     rules: Rules | None = None,
     project: analysis.Project | None = None,
+    findings: list[Finding] | None = None,
 ) -> FixedText:
     """`text` with its safe fixes applied (and unsafe ones with `unsafe=True`), round after
     round as `--fix` does: `.text` is the result, `.applied` the fixed findings, `.remaining`
     the findings of the result, `.rejected`/`.ineffective` the fixes dropped. For a notebook
-    `.text` is its JSON with the fixed cells (the findings are in its joined cells)."""
+    `.text` is its JSON with the fixed cells (the findings are in its joined cells).
+    `findings`, the findings of `text` with their fixes when the caller has them already
+    (`lint_buffer(...).with_fixes()`), spare the first round its analysis."""
     resolved = Resolver().for_path(path) if settings is None else settings
     relint = _relinter(lambda _: resolved, _rules(rules), project or analysis.Project())
     try:
         parsed = notebook.Notebook.parse(text) if notebook.is_notebook(path) else None
     except notebook.NotANotebook as error:
         return FixedText(text, remaining=[not_checked(str(path), str(error))])
-    fixed = fix_text(str(path), text if parsed is None else parsed.source, lambda new: relint(Path(path), new), unsafe)
+    checked = text if parsed is None else parsed.source
+    fixed = fix_text(str(path), checked, lambda new: relint(Path(path), new), unsafe, findings)
     if parsed is None or fixed.text == parsed.source:
         return fixed if parsed is None else replace(fixed, text=text)
     try:

@@ -16,8 +16,9 @@ from __future__ import annotations
 import ast
 import gc
 import traceback
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cache, partial
 from pathlib import Path
 
 import libcst as cst
@@ -53,32 +54,57 @@ class FileResult:
 
 @dataclass(frozen=True)
 class SourceAnalysis:
-    """A file's findings, and the other files they were read from (what a cache keys on)."""
+    """A file's findings, and the other files they were read from (what a cache keys on).
+    Linted with `fixes=False`, the findings come without their fixes and `with_fixes()` builds
+    them, once, from the same analysis: the same findings, each with its fix."""
 
     findings: list[Finding]
     dependencies: frozenset[str] = frozenset()
     scanned_roots: frozenset[str] = frozenset()
+    fixed: Callable[[], list[Finding]] | None = field(default=None, compare=False, repr=False)
+
+    def with_fixes(self) -> list[Finding]:
+        return self.findings if self.fixed is None else self.fixed()
+
+    def then(self, step: Callable[[list[Finding]], list[Finding]]) -> SourceAnalysis:
+        """The same analysis with `step` applied to its findings, with fixes or without."""
+        fixed = self.fixed
+        later = None if fixed is None else cache(lambda: step(fixed()))
+        return replace(self, findings=step(self.findings), fixed=later)
 
 
 def lint_text(
-    text: str, path: str, settings: Settings, rules: Rules, project: analysis.Project, prepass: PrePass | None
+    text: str,
+    path: str,
+    settings: Settings,
+    rules: Rules,
+    project: analysis.Project,
+    prepass: PrePass | None,
+    *,
+    fixes: bool = True,
 ) -> SourceAnalysis:
     """The findings of `path` holding `text` under `settings`, sorted, with the files they
     depend on. `prepass` (shared by a run) lets files that provably hold no finding skip
-    LibCST; None analyses every file fully."""
+    LibCST; None analyses every file fully. `fixes=False` leaves the fixes to `with_fixes()`."""
     selected = [rule for rule in rules if rule.code in settings.select]
-    result = _analyze(path, text, selected, settings.preview, project, prepass if _prepass_applies(selected) else None)
+    prepass = prepass if _prepass_applies(selected) else None
+    result = _analyze(path, text, selected, settings.preview, project, prepass, fixes)
     if notebook.is_notebook(path):
-        result = replace(result, findings=[_in_cell_words(finding, text) for finding in result.findings])
+        result = result.then(lambda found: [_in_cell_words(finding, text) for finding in found])
     ignored = _ignored_codes(Path(path), settings) - {NOT_CHECKED_CODE}
     if not ignored:
         return result
-    kept = [finding for finding in result.findings if finding.code not in ignored]
-    return SourceAnalysis(kept, result.dependencies, result.scanned_roots)
+    return result.then(lambda found: [finding for finding in found if finding.code not in ignored])
 
 
 def _analyze(
-    path: str, text: str, rules: Rules, preview: bool, project: analysis.Project, prepass: PrePass | None
+    path: str,
+    text: str,
+    rules: Rules,
+    preview: bool,
+    project: analysis.Project,
+    prepass: PrePass | None,
+    fixes: bool,
 ) -> SourceAnalysis:
     if notebook.is_notebook(path):
         text = notebook.python_source(text)  # the same lines and columns, IPython's syntax masked
@@ -99,11 +125,14 @@ def _analyze(
     if suppressions.whole_file:
         return SourceAnalysis([])
     file_analysis = analysis.analyze(module, path, project, preview)
-    findings: list[Finding] = []
-    for rule in rules:
-        findings.extend(rule().check(file_analysis))
-    kept = sorted(suppressions.filter(findings), key=Finding.sort_key)
-    return SourceAnalysis(kept, file_analysis.dependencies, file_analysis.scanned_roots)
+
+    def report(with_fixes: bool) -> list[Finding]:
+        checked = replace(file_analysis, fixes=with_fixes)
+        findings = [finding for rule in rules for finding in rule().check(checked)]
+        return sorted(suppressions.filter(findings), key=Finding.sort_key)
+
+    later = None if fixes else cache(partial(report, True))
+    return SourceAnalysis(report(fixes), file_analysis.dependencies, file_analysis.scanned_roots, later)
 
 
 def _in_cell_words(finding: Finding, text: str) -> Finding:

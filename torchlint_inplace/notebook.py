@@ -288,6 +288,15 @@ class Notebook:
         return self.layout.dumps({**self.document, "cells": cells})
 
 
+def cell_sources(text: str) -> list[str]:
+    """The source of every cell of the notebook `text` (its JSON), in order, markdown and raw
+    cells too: what an editor's cell documents hold. Raises NotANotebook as `Notebook.parse`."""
+    return [
+        _source_text(cell["source"]) if _is_source(cell.get("source")) else ""
+        for cell in Notebook.parse(text).document["cells"]
+    ]
+
+
 def _cells(document: Any) -> dict[int, str]:
     """The text of each code cell, by number; raises NotANotebook for what is no nbformat 4."""
     if not isinstance(document, dict) or "cells" not in document:

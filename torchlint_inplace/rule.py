@@ -59,7 +59,7 @@ class FormRule(Rule):
                         consequence=mutation.consequence,
                         related=mutation.related,
                         help=mutation.help,
-                        fix=self.fix(mutation, analysis),
+                        fix=self.fix(mutation, analysis) if analysis.fixes else None,
                         properties={CONDITIONS: mutation.conditions} if mutation.conditions else {},
                     )
                 yield finding

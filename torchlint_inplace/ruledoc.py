@@ -29,6 +29,21 @@ is larger than 10 MB, or the linter hit an internal error on it (please report t
 with the file). This finding cannot be suppressed, selected away or ignored.
 """
 
+# Where the rules are documented for a link (an editor's diagnostic, a report): the package's
+# page, whose README rule table gives each code's row an anchor of its own (`anchor`).
+DOCS_URL = "https://pypi.org/project/torchlint-inplace/"
+
+
+def anchor(code: str) -> str:
+    """The id of a code's row in README.md's rule table (scripts/gen_docs.py writes them)."""
+    return code.lower()
+
+
+def url(code: str) -> str:
+    """The documentation of one rule code: its row of the rule table on the package's page."""
+    return f"{DOCS_URL}#{anchor(code)}"
+
+
 # Hazards the analysis misses and safe code it flags, per code, as the fixtures record them
 # (`# known-miss:` and `# known-false-positive:` comments); written by scripts/gen_docs.py.
 KNOWN_PROBLEMS = "known_problems.json"

@@ -44,7 +44,7 @@ from .project import FileContext
 from .protocols import Engine
 from .state import PendingWrite, SaveRecord, Site, State, merge_states
 from .summaries import SummaryRecorder
-from .syntax import is_self, keyword_of, literal, names_in, never_tensor_operand, operand_exprs, string_index
+from .syntax import evaluated_literal, is_self, keyword_of, literal, names_in, never_tensor_operand, operand_exprs, string_index
 from .values import (
     NOT_TENSOR,
     Choice,
@@ -812,9 +812,9 @@ class FunctionInterpreter:
         if isinstance(expr, cst.Subscript):
             return self.eval_subscript(expr, state)
         if isinstance(expr, (cst.Integer, cst.Float)):
-            return Const(expr.evaluated_value, origin=expr, origin_path=self.ctx.path)
+            return Const(evaluated_literal(expr.value), origin=expr, origin_path=self.ctx.path)
         if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
-            evaluated = expr.evaluated_value
+            evaluated = evaluated_literal(expr.value) if isinstance(expr, cst.SimpleString) else expr.evaluated_value
             return Const(evaluated, origin=expr, origin_path=self.ctx.path) if isinstance(evaluated, str) else NOT_TENSOR
         if isinstance(expr, cst.Tuple):
             return Val(items=tuple(self.eval_element(element, state) for element in expr.elements))

@@ -121,6 +121,10 @@ class FileAnalysis:
     # set of files was scanned for callers: a results cache must key on both.
     dependencies: frozenset[str] = frozenset()
     scanned_roots: frozenset[str] = frozenset()
+    # Whether rules build each finding's fix. An editor publishes findings without them (the
+    # fix builders' index of the module costs more than the analysis) and asks for them, with
+    # `replace(analysis, fixes=True)`, only when a code action is requested.
+    fixes: bool = True
 
     def of_form(self, form: Form) -> list[Mutation]:
         return [m for m in self.mutations if m.form is form]

@@ -23,6 +23,7 @@ from ..diagnostics import Span
 from .classes import ClassInfo, FunctionRef
 from .imports import Imports, dotted
 from .positions import Positions, positions_of
+from .reparse import Parsed, reparse
 from .torch_facts import TorchFacts, torch_facts
 
 # Files read for context (callees, callers) are skipped above this size: their trees cost
@@ -54,6 +55,11 @@ class FileContext:
     text_hash: int | None = None  # of the decoded text `module` was parsed from, when read from disk
     size: int = 0  # characters of that text: what the tree costs in memory (0: not known)
     _positions: Positions | None = None
+    # The text and tree of a file linted through `Project.parse`, for its next version's `reparse`.
+    parsed: Parsed | None = None
+    # The code of nodes asked for already: messages name the same expressions again on every
+    # run of a function (loops run twice, a method once per caller), and each is a codegen.
+    _code: dict[cst.CSTNode, str] = field(default_factory=dict)
 
     def span_of(self, node: cst.CSTNode) -> Span:
         """Positions are computed for the whole module, once, when a finding first needs one."""
@@ -62,7 +68,10 @@ class FileContext:
         return self._positions[node]
 
     def code_of(self, node: cst.CSTNode) -> str:
-        return self.module.code_for_node(node)
+        code = self._code.get(node)
+        if code is None:
+            code = self._code[node] = self.module.code_for_node(node)
+        return code
 
     def function_ref(self, node: cst.FunctionDef, cls: ClassInfo | None) -> FunctionRef:
         return FunctionRef(self.path, node, cls)
@@ -158,13 +167,19 @@ class Project:
 
     def parse(self, path: str, text: str) -> cst.Module:
         """The syntax tree of `text`, read from `path`: the one parsed already when `path` was
-        read as a callee with the same text. Raises `libcst.ParserSyntaxError`."""
+        read as a callee with the same text, or one built from the tree of the text `path` held
+        before (`reparse`: an editor's buffer, a round of fixes). Raises `libcst.ParserSyntaxError`."""
         key = key_of(path)
         known = self._files.get(key)
         if known is not None and known.text_hash == hash(text):
             self._files.move_to_end(key)
             return known.module
-        ctx = _indexed(path, text, cst.parse_module(text))
+        previous = known.parsed if known is not None else None
+        parsed = reparse(previous, text) if previous is not None else None
+        if parsed is None:
+            parsed = Parsed(text, cst.parse_module(text))
+        ctx = _indexed(path, text, parsed.module)
+        ctx.parsed = parsed
         self._remember(key, ctx)
         return ctx.module
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import TypeVar
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, ParentNodeProvider
 
 from ..analysis.imports import Imports
 from ..analysis.positions import last_module_cache, positions_of
+from ..analysis.project import statements
 from ..diagnostics import Edit, Position, Span
 
 _Node = TypeVar("_Node", bound=cst.CSTNode)
@@ -24,11 +24,12 @@ class SourceIndex:
     def __init__(self, module: cst.Module) -> None:
         self.module = module
         self._positions = positions_of(module)  # the analysis computed them for its messages
-        self._parents = MetadataWrapper(module, unsafe_skip_copy=True).resolve(ParentNodeProvider)
+        self._parents = self._positions.parents
         self.imports = Imports()
-        for node in descendants(module, (cst.Import, cst.ImportFrom)):
-            if isinstance(node, (cst.Import, cst.ImportFrom)):  # always: for the type checker
-                self.imports.add(node)
+        for line, _ in statements(module.body):  # imports are statements, never inside expressions
+            for node in line.body if isinstance(line, cst.SimpleStatementLine) else ():
+                if isinstance(node, (cst.Import, cst.ImportFrom)):
+                    self.imports.add(node)
         # The local name of the `torch` module itself, if the file has one (`import torch as th`).
         self.torch = next((local for local, full in self.imports.aliases.items() if full == "torch"), None)
 

@@ -10,11 +10,18 @@ notebook documents) is linted as the command lints an `.ipynb`: its code cells a
 each diagnostic published on the cell it lies in. Clients may send `{"unsafeFixes": true}` as
 initialization options or in `workspace/didChangeConfiguration` under `torchlint-inplace` to be
 offered unsafe fixes too.
+
+Diagnostics are published without building fixes (`api.lint_buffer`): the fixes of a version
+are built when a code action is first asked for on it, and kept with it (`Known`), as is its
+fix-all, which clients that resolve code actions get only when it is picked. Each version is
+parsed from the previous one's tree (`analysis.reparse`), and the `Project` (callee files read
+and their summaries) lives as long as the session, until a configuration file changes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 from collections.abc import Sequence
@@ -27,6 +34,8 @@ from pygls.lsp.server import LanguageServer
 
 from .. import __version__, analysis, api, config, notebook
 from ..diagnostics import Finding
+from ..fixes.apply import FixedText, selected
+from ..linting import GC_THRESHOLDS, SourceAnalysis
 from . import convert
 
 DEBOUNCE_S = 0.15
@@ -69,7 +78,7 @@ class Server(LanguageServer):
         self.project = analysis.Project()
         self.unsafe_fixes = False
         self.pending: dict[str, asyncio.Task[None]] = {}
-        self.results: dict[str, tuple[Any, list[Finding]]] = {}
+        self.results: dict[str, Known] = {}
         self.lock = asyncio.Lock()
 
     # ------------------------------------------------------------------------- documents
@@ -120,27 +129,33 @@ class Server(LanguageServer):
 
     # ------------------------------------------------------------------------- linting
 
-    async def findings(self, buffer: Buffer) -> list[Finding]:
-        """The buffer's findings, computed once per version (code actions reuse them)."""
+    async def known(self, buffer: Buffer) -> Known:
+        """What is known of the buffer's version: its analysis, computed once per version
+        (code actions reuse it), without fixes until a code action asks for them."""
         known = self.results.get(buffer.key)
-        if known is not None and known[0] == buffer.version:
-            return known[1]
+        if known is not None and known.version == buffer.version:
+            return known
         async with self.lock:  # one analysis at a time: they share `project`
             settings = self.resolver.for_path(buffer.path)
-            found = await asyncio.to_thread(api.lint_source, buffer.text, buffer.path, settings, project=self.project)
-        self.results[buffer.key] = (buffer.version, found)
-        return found
+            linted = await asyncio.to_thread(api.lint_buffer, buffer.text, buffer.path, settings, project=self.project)
+        known = self.results[buffer.key] = Known(buffer.version, linted)
+        return known
+
+    async def with_fixes(self, known: Known) -> list[Finding]:
+        """The version's findings with their fixes: built on the first code action, then kept."""
+        async with self.lock:  # the fix builders share the index of the last module with analyses
+            return await asyncio.to_thread(known.linted.with_fixes)
 
     async def publish(self, uri: str) -> None:
         buffer = self.buffer(uri)
         if buffer is None:
             return
-        found = await self.findings(buffer)
+        known = await self.known(buffer)
         current = self.buffer(uri)
         if current is None or current.version != buffer.version:
             return  # the editor moved on while this version was linted: its own run publishes
         by_uri: dict[str, list[types.Diagnostic]] = {shown: [] for shown in buffer.shown_in}
-        for finding in found:
+        for finding in known.linted.findings:
             made = convert.diagnostic(finding, buffer.locate, self.encode, self.uri_of)
             if made is not None and made[0] in by_uri:
                 by_uri[made[0]].append(made[1])
@@ -186,10 +201,22 @@ class Server(LanguageServer):
         buffer = self.buffer(params.text_document.uri)
         if buffer is None:
             return []
-        found = await self.findings(buffer)
+        known = await self.known(buffer)
         only = params.context.only
+        wants_quick_fixes = only is None or types.CodeActionKind.QuickFix in only
+        # A request the editor sends by itself as the cursor moves (VS Code's light bulb) shows
+        # no source actions: it gets no fix-all, so that it builds fixes only for a finding there.
+        automatic = params.context.trigger_kind == types.CodeActionTriggerKind.Automatic
+        if only is None:
+            wants_fix_all = not automatic
+        else:
+            wants_fix_all = any(convert.FIX_ALL.startswith(kind) for kind in only)
+        touched = any(self._touches(finding, buffer, params) for finding in known.linted.findings)
+        if not (wants_fix_all or (wants_quick_fixes and touched)):
+            return []
+        found = await self.with_fixes(known)
         actions: list[types.CodeAction] = []
-        if only is None or types.CodeActionKind.QuickFix in only:
+        if wants_quick_fixes:
             for finding in found:
                 if not self._touches(finding, buffer, params):
                     continue
@@ -199,12 +226,34 @@ class Server(LanguageServer):
                 ):
                     if action is not None:
                         actions.append(action)
-        wants_fix_all = only is None or any(convert.FIX_ALL.startswith(kind) for kind in only)
-        if wants_fix_all and buffer.shown_in == (buffer.key,):
-            fix_all = await self._fix_all(buffer)
-            if fix_all is not None:
+        if wants_fix_all and any(selected(finding, unsafe=False) for finding in found):
+            fix_all = types.CodeAction(title=f"Fix all safe {convert.SOURCE} findings", kind=convert.FIX_ALL)
+            if self._resolves_edits():  # the edit is made when the user picks the action
+                fix_all.data = {"uri": buffer.key, "version": buffer.version}
                 actions.append(fix_all)
+            else:
+                fix_all.edit = await self._fix_all(buffer, known)
+                if fix_all.edit is not None:
+                    actions.append(fix_all)
         return actions
+
+    async def resolve(self, action: types.CodeAction) -> types.CodeAction:
+        """The edit of `source.fixAll.torchlint-inplace`, for the version it was offered for
+        (an action for a version the editor has replaced is left without one)."""
+        data = action.data if isinstance(action.data, dict) else {}
+        buffer = self.buffer(str(data.get("uri", "")))
+        offered_for = data.get("version")  # sent back as JSON: a notebook's tuple of versions, a list
+        if buffer is None or json.loads(json.dumps(buffer.version)) != offered_for or action.kind != convert.FIX_ALL:
+            return action
+        action.edit = await self._fix_all(buffer, await self.known(buffer))
+        return action
+
+    def _resolves_edits(self) -> bool:
+        """Whether the client fills a code action's edit in by `codeAction/resolve`."""
+        text = self.client_capabilities.text_document
+        asked = text.code_action if text is not None else None
+        support = asked.resolve_support if asked is not None else None
+        return bool(asked and asked.data_support and support and "edit" in support.properties)
 
     def _touches(self, finding: Finding, buffer: Buffer, params: types.CodeActionParams) -> bool:
         place = buffer.locate(finding.line)
@@ -214,20 +263,38 @@ class Server(LanguageServer):
         end = last.line if last is not None else place.line
         return place.line <= params.range.end.line and params.range.start.line <= end
 
-    async def _fix_all(self, buffer: Buffer) -> types.CodeAction | None:
-        """`source.fixAll.torchlint-inplace`: every safe fix, as `--fix` applies them."""
-        async with self.lock:
-            settings = self.resolver.for_path(buffer.path)
-            fixed = await asyncio.to_thread(api.fix_source, buffer.text, buffer.path, settings, project=self.project)
+    async def _fix_all(self, buffer: Buffer, known: Known) -> types.WorkspaceEdit | None:
+        """Every safe fix, as `--fix` applies them, as edits of the documents they change (a
+        notebook's cells); computed once per version."""
+        if known.fix_all is None:
+            found = await self.with_fixes(known)
+            async with self.lock:
+                settings = self.resolver.for_path(buffer.path)
+                known.fix_all = await asyncio.to_thread(
+                    api.fix_source, buffer.text, buffer.path, settings, project=self.project, findings=found
+                )
+        fixed = known.fix_all
         if not fixed.applied:
             return None
-        lines = self.workspace.get_text_document(buffer.key).lines
-        whole = types.Range(types.Position(0, 0), types.Position(len(lines), 0))
-        return types.CodeAction(
-            title=f"Fix all safe {convert.SOURCE} findings",
-            kind=convert.FIX_ALL,
-            edit=types.WorkspaceEdit(changes={buffer.key: [types.TextEdit(whole, fixed.text)]}),
-        )
+        if buffer.shown_in == (buffer.key,):
+            olds, news = [buffer.text], [fixed.text]
+        else:  # a notebook: its JSON, each cell's source the text of one cell document
+            olds, news = notebook.cell_sources(buffer.text), notebook.cell_sources(fixed.text)
+        changes = {
+            uri: [edit]
+            for uri, old, new in zip(buffer.shown_in, olds, news, strict=True)
+            if (edit := convert.replacement(uri, old, new, self.encode)) is not None
+        }
+        return types.WorkspaceEdit(changes=changes) if changes else None
+
+
+@dataclass
+class Known:
+    """One version of a buffer: its analysis and, once asked for, its fix-all result."""
+
+    version: Any
+    linted: SourceAnalysis
+    fix_all: FixedText | None = None
 
 
 server = Server()
@@ -311,11 +378,17 @@ def notebook_did_close(params: types.DidCloseNotebookDocumentParams) -> None:
 
 @server.feature(
     types.TEXT_DOCUMENT_CODE_ACTION,
-    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, convert.FIX_ALL]),
+    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, convert.FIX_ALL], resolve_provider=True),
 )
 async def code_action(params: types.CodeActionParams) -> list[types.CodeAction]:
     return await server.code_actions(params)
 
 
+@server.feature(types.CODE_ACTION_RESOLVE)
+async def code_action_resolve(params: types.CodeAction) -> types.CodeAction:
+    return await server.resolve(params)
+
+
 def run() -> None:
+    gc.set_threshold(*GC_THRESHOLDS)  # as a run's checker does: the trees form no cycles worth walking
     server.start_io()

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 
 from lsprotocol import types
 
+from .. import ruledoc
 from ..add_noqa import annotate
 from ..diagnostics import Applicability, Edit, Finding, Position, Severity, Span
 
 SOURCE = "torchlint-inplace"
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.{SOURCE}"
-RULE_DOCS = "https://pypi.org/project/torchlint-inplace/#rules"
 
 # A document's uri, a 0-based line and a code-point column there -> that position in the client's units.
 Encode = Callable[[str, int, int], types.Position]
@@ -71,7 +71,7 @@ def diagnostic(
         if finding.severity is Severity.ERROR
         else types.DiagnosticSeverity.Warning,
         code=finding.code,
-        code_description=types.CodeDescription(href=RULE_DOCS),
+        code_description=types.CodeDescription(href=ruledoc.url(finding.code)),
         source=SOURCE,
         related_information=related or None,
     )
@@ -127,3 +127,23 @@ def disable_for_line(finding: Finding, text: str, locate: Locate, encode: Encode
         kind=types.CodeActionKind.QuickFix,
         edit=types.WorkspaceEdit(changes=changes),
     )
+
+
+def replacement(uri: str, old: str, new: str, encode: Encode) -> types.TextEdit | None:
+    """One edit that turns the document `uri`, holding `old`, into `new`: the lines between
+    what the two share at the start and at the end (the rest of the document, and the cursor
+    there, stay put)."""
+    if old == new:
+        return None
+    before, after = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    start = 0
+    while start < min(len(before), len(after)) and before[start] == after[start]:
+        start += 1
+    end = 0
+    while end < min(len(before), len(after)) - start and before[-1 - end] == after[-1 - end]:
+        end += 1
+    if end == 0 and before and not before[-1].endswith(("\n", "\r")):  # up to the end of an unterminated line
+        stop = encode(uri, len(before) - 1, len(before[-1]))
+    else:
+        stop = types.Position(len(before) - end, 0)
+    return types.TextEdit(types.Range(types.Position(start, 0), stop), "".join(after[start : len(after) - end]))
