@@ -84,6 +84,7 @@ from .analysis.vocabulary import GRAD_ON as _GRAD_ON
 from .analysis.vocabulary import NON_TENSOR_METHODS as _NON_TENSOR_METHODS
 from .analysis.vocabulary import SAFE_INPLACE_PREFIXES as _SAFE_INPLACE_PREFIXES
 from .analysis.vocabulary import SET_GRAD as _SET_GRAD
+from .recursion import deep_recursion
 
 _GRAD_ON_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in _GRAD_ON | _SET_GRAD)
 _FUNCTION_BASE_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in AUTOGRAD_FUNCTION_BASES)
@@ -186,11 +187,14 @@ def _file_facts(path: Path, text: str) -> _FileFacts:
         tree = ast.parse(text, filename=str(path))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return _FileFacts(hash(text), "Python cannot parse it", False, False, False, False, (), parses=False)
-    scanner = _Scanner(tree)
-    imported = _project_imports(path, scanner.imports)
+    # The scan recurses once per link of an expression chain (`x + x + ...`), as the analysis does.
+    with deep_recursion():
+        scanner = _Scanner(tree)
+        imported = _project_imports(path, scanner.imports)
+        reason = scanner.reason({item.local for item in imported})
     return _FileFacts(
         hash(text),
-        scanner.reason({item.local for item in imported}),
+        reason,
         scanner.activation,
         bool(scanner.sites) or scanner.activation,
         bool(scanner.autograd_classes),
