@@ -62,8 +62,8 @@ _NAMESPACES = frozenset(
 _CONTAINER_BASES = frozenset({"Sequential", "ModuleList", "ModuleDict"})
 # Libraries whose names the interpreter knows the meaning of (torch's from the generated tables).
 _LIBRARIES = ("torch", "functools", "itertools", "collections", "types", "argparse")
-# How many contexts differing only in numbers a function or class is run with before the next
-# such context reuses the last one's result (`Engine.similar`).
+# How many instances of a class differing only in numbers are built before the next such one
+# reuses the last (`Engine.similar`).
 MAX_CONTEXTS = 8
 _WORD = re.compile(r"\w+")
 
@@ -248,14 +248,13 @@ class Engine:
         key = None
         if not constructing:
             key = ("run", key_of(ref.path), id(ref.node), id(instance) if instance is not None else None, _abstract_all(binding.values), interp.grad_enabled, frozenset(state.hooked))
-            known = self.project.memo.get(key) or self.similar(key, _abstract_all(binding.values, coarse=True))
+            known = self.project.memo.get(key)
             if known is not None:
                 return known, binding  # type: ignore[return-value]
         self_env = {name: value for name, value in state.env.items() if name.startswith("self.")} if constructing else {}
         summary = self.execute(ctx, ref, binding, instance, constructing, interp.depth + 1, interp.grad_enabled, self_env, state.hooked)
         if key is not None:
             self.project.remember(key, summary, summary.files)
-            self.count_context(key, _abstract_all(binding.values, coarse=True), summary, summary.files)
         return summary, binding
 
     def complete(self, ctx: FileContext, binding: Binding, call_site: bool = True) -> None:
@@ -302,20 +301,19 @@ class Engine:
         summary.builds_inplace = _builds_inplace(child.returned) or any(_builds_inplace(v) for v in summary.self_updates.values())
         return summary
 
-    def similar(self, key: tuple, coarse: tuple) -> object | None:
-        """A run or instance already made for a context that differs from this one only in
-        numbers, once MAX_CONTEXTS such contexts have been run: model zoos build one class with
-        a hundred sets of depths, widths and rates (timm's `ResNet` through its factories), and
+    def similar(self, info: ClassInfo, coarse: tuple) -> Instance | None:
+        """An instance already built with arguments that differ from these only in numbers,
+        once MAX_CONTEXTS such instances have been built: model zoos build one class with a
+        hundred sets of depths, widths and rates (timm's `ResNet` through its factories), and
         each would otherwise be interpreted anew. Everything else stays apart: booleans and None
         switch in-place paths on and off, strings name layers (`act_layer="relu"`)."""
-        seen = self.project.memo.get(("similar", *key[:-1], coarse))
-        return seen[1] if seen is not None and seen[0] >= MAX_CONTEXTS else None  # type: ignore[index]
+        seen = self.project.memo.get(("similar", id(info), key_of(info.path), coarse))
+        return seen[1] if seen is not None and seen[0] >= MAX_CONTEXTS else None  # type: ignore[index,return-value]
 
-    def count_context(self, key: tuple, coarse: tuple, made: object, files: frozenset[str]) -> None:
-        similar_key = ("similar", *key[:-1], coarse)
-        seen = self.project.memo.get(similar_key)
-        count = seen[0] + 1 if seen is not None else 1  # type: ignore[index]
-        self.project.remember(similar_key, (count, made), files)
+    def count_similar(self, info: ClassInfo, coarse: tuple, instance: Instance, files: frozenset[str]) -> None:
+        key = ("similar", id(info), key_of(info.path), coarse)
+        seen = self.project.memo.get(key)
+        self.project.remember(key, (seen[0] + 1 if seen is not None else 1, instance), files)  # type: ignore[index]
 
     # ----------------------------------------------------------------- instances
 
@@ -334,14 +332,14 @@ class Engine:
             self.complete(init_ctx or ctx, binding, call_site=call is not None)
             key = ("instance", id(info), key_of(info.path), _abstract_all(binding.values))
         coarse = _abstract_all(binding.values, coarse=True)
-        instance = self.project.memo.get(key) or self.similar(key, coarse)
+        instance = self.project.memo.get(key) or self.similar(info, coarse)
         if instance is None:
             if interp.depth >= MAX_CALL_DEPTH:
                 return Module(None, info.name, origin=call)
             instance = self.build(interp, info, init, binding, call, args, state)
             files = instance.built.files if instance.built is not None else frozenset({key_of(info.path)})
             self.project.remember(key, instance, files)
-            self.count_context(key, coarse, instance, files)
+            self.count_similar(info, coarse, instance, files)
         assert isinstance(instance, Instance)
         if instance.built is not None:
             interp.children.append(instance.built)
