@@ -149,7 +149,15 @@ class Engine:
             if _is_property(method.node) and bound is not None:
                 return NOT_TENSOR
             return Func(attr, ref=method, bound=None if method.is_static else bound)
-        for owner in self.mro(info):
+        key = ("class attribute", id(info), key_of(info.path), attr)
+        if key not in self.project.memo:
+            owners = self.mro(info)
+            self.project.remember(key, self.class_attribute(owners, attr), frozenset(key_of(owner.path) for owner in owners))
+        return self.project.memo[key]  # type: ignore[return-value]
+
+    def class_attribute(self, owners: list[ClassInfo], attr: str) -> Value:
+        """`attr` as the first class body among `owners` assigns it (`expansion = 4`)."""
+        for owner in owners:
             for statement in owner.node.body.body if isinstance(owner.node.body, cst.IndentedBlock) else ():
                 if isinstance(statement, cst.SimpleStatementLine):
                     for small in statement.body:
@@ -161,6 +169,14 @@ class Engine:
 
     def mro(self, info: ClassInfo) -> list[ClassInfo]:
         """The project classes `info` inherits from, itself first (depth first, as written)."""
+        key = ("mro", id(info), key_of(info.path))
+        known = self.project.memo.get(key)
+        if known is None:
+            known = self.find_mro(info)
+            self.project.remember(key, known, frozenset(key_of(owner.path) for owner in known))
+        return known  # type: ignore[return-value]
+
+    def find_mro(self, info: ClassInfo) -> list[ClassInfo]:
         order: list[ClassInfo] = []
         todo = [info]
         while todo and len(order) < 32:
@@ -275,9 +291,14 @@ class Engine:
         name = param.name.value
         if param.default is None:
             return Sym(name)
+        key = ("default", key_of(ctx.path), id(param))  # evaluated once, as Python does
+        known = self.project.memo.get(key)
+        if known is not None:
+            return known  # type: ignore[return-value]
         value = FunctionInterpreter(self, ctx, constructing=True, depth=MAX_CALL_DEPTH - 2).eval(param.default, State())
         if isinstance(value, Const):
-            return Sym(name, Const(value.value))
+            value = Sym(name, Const(value.value))
+        self.project.remember(key, value, frozenset({key_of(ctx.path)}))
         return value
 
     def execute(

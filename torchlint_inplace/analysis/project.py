@@ -60,6 +60,9 @@ class FileContext:
     # The code of nodes asked for already: messages name the same expressions again on every
     # run of a function (loops run twice, a method once per caller), and each is a codegen.
     _code: dict[cst.CSTNode, str] = field(default_factory=dict)
+    # Where each imported name resolves on disk: every call of a function asks again, and each
+    # answer is a few `stat`s (the files do not move during a run; an edited file gets a new context).
+    imported_files: dict[str, tuple[Path, str] | None] = field(default_factory=dict)
 
     def span_of(self, node: cst.CSTNode) -> Span:
         """Positions are computed for the whole module, once, when a finding first needs one."""
@@ -159,7 +162,7 @@ class Project:
         # Memoised results keyed by what they were computed from; each entry names the files it
         # read, so that forgetting a file forgets what was learnt from its tree.
         self.memo: dict[object, object] = {}
-        self._memo_files: dict[object, frozenset[str]] = {}
+        self._memo_by_file: dict[str, set[object]] = {}  # file -> the memo keys that read it
         # What the analysis of the current file read besides the file itself: the results cache
         # must be invalidated when any of these change.
         self.dependencies: set[str] = set()
@@ -206,7 +209,8 @@ class Project:
 
     def remember(self, key: object, value: object, files: frozenset[str]) -> None:
         self.memo[key] = value
-        self._memo_files[key] = files
+        for file in files:
+            self._memo_by_file.setdefault(file, set()).add(key)
 
     def _remember(self, key: str, ctx: FileContext | None) -> FileContext | None:
         self._forget(key)
@@ -223,9 +227,8 @@ class Project:
             return
         ctx = self._files.pop(key)
         self._size -= ctx.size if ctx is not None else 0
-        for memo_key in [k for k, files in self._memo_files.items() if key in files]:
-            del self.memo[memo_key]
-            del self._memo_files[memo_key]
+        for memo_key in self._memo_by_file.pop(key, ()):
+            self.memo.pop(memo_key, None)
 
     def importers(self, ctx: FileContext) -> list[tuple[FileContext, frozenset[str]]]:
         """Files of the same package or project that import `ctx`'s module: the callers that may
@@ -355,6 +358,12 @@ def _imports_file(ctx: FileContext, local: str, target: Path) -> bool:
 
 def _imported_file(ctx: FileContext, local: str) -> tuple[Path, str] | None:
     """The project file a name was imported from, and its name there ("" for a module)."""
+    if local not in ctx.imported_files:
+        ctx.imported_files[local] = _find_imported_file(ctx, local)
+    return ctx.imported_files[local]
+
+
+def _find_imported_file(ctx: FileContext, local: str) -> tuple[Path, str] | None:
     here = Path(ctx.path).parent
     if local in ctx.imports.relative:
         level, module, name = ctx.imports.relative[local]

@@ -116,6 +116,8 @@ def _prune(state: State) -> State:
     Without this, `if c: out = bn(out)` followed by `out += identity` would blame bn's save of
     the old `out` on the path where `out` was rebound, after the branches are merged.
     """
+    if not state.saves:
+        return state
     live = frozenset().union(*(reachable(value) for value in state.env.values())) if state.env else frozenset()
     pruned = state.copy()
     pruned.saves = {storage: records for storage, records in state.saves.items() if storage in live}
@@ -128,7 +130,7 @@ def merge_states(states: list[State]) -> State:
         return State(dead=True)
     if len(live) == 1:
         return live[0].copy()
-    live = [_prune(state) for state in live]
+    live = [_prune(state) for state in live]  # not copies when nothing was pruned: read only
     common = {key: assumption for key, assumption in live[0].assumed.items() if all(other.assumed.get(key) == assumption for other in live[1:])}
     own = [frozenset(a for key, a in state.assumed.items() if key not in common) for state in live]
     merged = live[0].copy()

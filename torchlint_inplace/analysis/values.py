@@ -221,6 +221,17 @@ Value = Union[Val, Const, Sym, Klass, Func, Namespace, Super, Partial, Module, D
 MAX_OPTIONS = 32
 
 
+def _seen(value: Value, seen: set[Value], unique: list[tuple[Condition, Value]]) -> bool:
+    """Whether `value` is among the options kept; records it if not."""
+    try:
+        if value in seen:
+            return True
+        seen.add(value)
+        return False
+    except TypeError:  # holds an unhashable constant: compared one by one
+        return any(value == known for _, known in unique)
+
+
 def merge_values(a: Value | None, b: Value | None, when_a: Condition = frozenset(), when_b: Condition = frozenset()) -> Value:
     """What a name holds after paths that bound it to `a` and `b` meet. Tensors merge into one
     abstract tensor; other values that differ become a `Choice` under the conditions that told
@@ -249,8 +260,9 @@ def merge_values(a: Value | None, b: Value | None, when_a: Condition = frozenset
         return DictVal(entries, rest, a.cell if a.cell == b.cell else None)
     options = _options(a, when_a) + _options(b, when_b)
     unique: list[tuple[Condition, Value]] = []
+    seen: set[Value] = set()  # the options kept, by value (a merge may meet 64 of them)
     for condition, value in options:
-        if not consistent(condition) or any(value == known for _, known in unique):
+        if not consistent(condition) or _seen(value, seen, unique):
             continue
         unique.append((condition, value))
     if len(unique) == 1:
