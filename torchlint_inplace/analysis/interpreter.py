@@ -942,7 +942,11 @@ class FunctionInterpreter:
             if isinstance(key, Const) and isinstance(key.value, int):
                 return item_of(base, key.value)
             if base.items is not None and isinstance(expr.slice[0].slice, cst.Slice):
-                return replace(base, ident=fresh_id())  # `self.layers[:-1]`: the same kind of container
+                # `self.layers[:-1]`: the same kind of container, holding the items the slice keeps
+                kept = self.known_slice(expr.slice[0].slice, state)
+                if kept is None:
+                    return replace(base, ident=fresh_id())
+                return replace(base, ident=fresh_id(), items=base.items[kept], keys=base.keys[kept] if base.keys is not None else None)
             return element_of(base)
         if isinstance(base, DictVal):
             found = base.get(key.value) if isinstance(key, Const) else None
@@ -951,7 +955,8 @@ class FunctionInterpreter:
             if isinstance(key, Const) and isinstance(key.value, int):
                 return item_of(base, key.value)
             if isinstance(expr.slice[0].slice, cst.Slice):
-                return replace(base, cell=None)
+                kept = self.known_slice(expr.slice[0].slice, state)  # `rep[1:]`: the items it keeps
+                return replace(base, cell=None, items=base.items[kept] if kept is not None else base.items)
             return element_of(base)
         if not is_tensor(base) or string_index(expr):
             return NOT_TENSOR  # `args["stride"]`: a dict, whatever we thought it was
@@ -960,6 +965,16 @@ class FunctionInterpreter:
             return base.part()  # `outputs[1]` of a module we cannot see: likely a tuple element
         # Basic indexing returns a view; indexing with a tensor or a list copies.
         return self.new_tensor([base]) if advanced else base.view()
+
+    def known_slice(self, part: cst.Slice, state: State) -> slice | None:
+        """A slice whose bounds are known numbers (or left out); None when one is not known."""
+        bounds: list[int | None] = []
+        for bound in (part.lower, part.upper, part.step):
+            value = collapse(self.peek(bound, state)) if bound is not None else Const(None)
+            if not isinstance(value, Const) or not (value.value is None or type(value.value) is int) or value.value == 0 and bound is part.step:
+                return None
+            bounds.append(value.value)
+        return slice(*bounds)
 
     def note_blind(self, expr: cst.BaseExpression, value: Value) -> None:
         if isinstance(value, Sym) and isinstance(expr, cst.Name) and expr.value in self.param_names:

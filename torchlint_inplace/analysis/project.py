@@ -9,6 +9,7 @@ memory bound, for the rest of the run; nothing is imported or executed.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections import OrderedDict
@@ -314,6 +315,12 @@ class Project:
 
 
 def key_of(path: str | Path) -> str:
+    return _key_of(str(path))
+
+
+@functools.lru_cache(maxsize=8192)
+def _key_of(path: str) -> str:
+    """Asked for on every call between functions; the working directory does not change."""
     return os.path.normpath(os.path.abspath(path))
 
 
