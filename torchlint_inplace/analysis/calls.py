@@ -103,9 +103,8 @@ class CallEvaluator:
             args = self.arguments(call, state)
             return self.call_on(receiver, func.value, method, call, args, state)
         if isinstance(func, cst.Name) and func.value == "len":
-            for arg in call.args:
-                self.i.peek(arg.value, state)
-            return NOT_TENSOR
+            sized = [self.i.peek(arg.value, state) for arg in call.args]
+            return _counted(collapse(sized[0])) if len(sized) == 1 else NOT_TENSOR
         callee = self.i.eval(func, state)
         args = self.arguments(call, state)
         return self.call_value(callee, call, args, state)
@@ -347,7 +346,7 @@ class CallEvaluator:
 
     def grown_module(self, module: Module, method: str, args: Args) -> Module:
         items = list(module.items or ())
-        keys = list(module.keys) if module.keys is not None else None
+        keys = list(module.keys) if module.keys is not None else None if module.items else []  # an empty container names its children as they come
         new: list[Value] = []
         if method in ("append", "register_module", "add_module"):
             new = [args.positional[-1]] if args.positional else []
@@ -986,4 +985,15 @@ def _range(args: Args) -> Value:
         numbers = range(*(bound.value for bound in bounds))  # type: ignore[union-attr]
         if len(numbers) <= _MAX_RANGE:
             return Val(items=tuple(Const(number) for number in numbers))
+    return NOT_TENSOR
+
+
+def _counted(container: Value) -> Value:
+    """`len()` of a module container whose every child was added under its own known name
+    (`add_module(f"act{i + 1}", ...)` in a loop of known rounds): its number of children. Other
+    lengths are not known: a list grown by a loop of unknown rounds holds two rounds' items."""
+    if isinstance(container, Module) and container.items is not None and container.keys is not None:
+        names = container.keys
+        if len(names) == len(container.items) and "*" not in names and len(set(names)) == len(names):
+            return Const(len(names))
     return NOT_TENSOR

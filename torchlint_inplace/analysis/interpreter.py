@@ -851,11 +851,26 @@ class FunctionInterpreter:
         if isinstance(expr, cst.DictComp):
             self.eval_comprehension(expr, state)
             return DictVal(cell=fresh_id())
-        if isinstance(expr, (cst.Set, cst.Await, cst.FormattedString)):
+        if isinstance(expr, cst.FormattedString):
+            return self.eval_fstring(expr, state)
+        if isinstance(expr, (cst.Set, cst.Await)):
             for child in expr.children:
                 if isinstance(child, cst.BaseExpression):
                     self.eval(child, state)
         return NOT_TENSOR
+
+    def eval_fstring(self, expr: cst.FormattedString, state: State) -> Value:
+        """`f"act{i + 1}"` with every part known is that string (a child's name in a loop of
+        known rounds); otherwise a string not known. Every part is read either way."""
+        text: list[str] | None = []
+        for part in expr.parts:
+            if isinstance(part, cst.FormattedStringText):
+                text = text + [part.value] if text is not None else None
+                continue
+            value = collapse(self.eval(part.expression, state))
+            known = isinstance(value, Const) and type(value.value) in (str, int, bool) and part.conversion is None and part.format_spec is None
+            text = text + [str(value.value)] if text is not None and known else None  # type: ignore[union-attr]
+        return Const("".join(text), origin=expr, origin_path=self.ctx.path) if text is not None and "{" not in "".join(text) else NOT_TENSOR
 
     def eval_element(self, element: cst.BaseElement, state: State) -> Value:
         value = self.eval(element.value, state)
