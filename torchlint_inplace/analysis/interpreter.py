@@ -62,6 +62,7 @@ from .values import (
     fresh_id,
     fresh_storage,
     grad_of,
+    in_round,
     graph_of,
     is_tensor,
     item_of,
@@ -69,6 +70,7 @@ from .values import (
     merge_values,
     nonempty,
     options_of,
+    other_round,
     reachable,
     tensors_in,
 )
@@ -328,7 +330,8 @@ class FunctionInterpreter:
             runs_once = nonempty(iterable) or self.counts_up(node.iter, state)
             if not elements:
                 element = self.iteration_element(node.iter, iterable, state)
-                elements = [element] * (2 if self.loop_depth < _MAX_LOOP_NESTING else 1)
+                rounds = 2 if self.loop_depth < _MAX_LOOP_NESTING else 1
+                elements = [in_round(element, (id(node), index)) for index in range(rounds)]
                 unrolled = False
             else:
                 unrolled = True
@@ -1161,7 +1164,7 @@ class FunctionInterpreter:
             if target.fresh_buffer and target.grad is Grad.NO:
                 return  # an out-parameter: a buffer made to be filled, read afterwards on purpose
             for name, value in state.env.items():
-                if isinstance(value, Val) and value.storages & target.storages and name not in intended_readers:
+                if isinstance(value, Val) and value.storages & target.storages and name not in intended_readers and not other_round(value, target):
                     state.stale.setdefault(name, pending)  # the first write that changed it under the name
 
     def hazard_of(self, target: Val, state: State, node: cst.CSTNode, written: str) -> Hazard | None:

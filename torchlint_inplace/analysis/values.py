@@ -60,6 +60,9 @@ class Val:
     inference: bool = False  # created under inference_mode: writing it outside raises
     cell: int | None = None  # identity of a Python list, so that `append` reaches every name holding it
     cloned: bool = False  # made by `.clone()`: advice to clone it again would not help
+    # (loop, round) for an element a loop of unknown rounds drew from a container: the elements
+    # of different rounds are different tensors, though their abstract storages are the same.
+    round: tuple[int, int] | None = field(default=None, compare=False, hash=False)
 
     @property
     def is_tensor(self) -> bool:
@@ -293,7 +296,23 @@ def _merge_tensors(a: Val, b: Val) -> Val:
         hooked=a.hooked or b.hooked,
         inference=a.inference and b.inference,
         cloned=a.cloned and b.cloned,
+        round=a.round if a.round == b.round else None,
     )
+
+
+def in_round(value: Value, round: tuple[int, int]) -> Value:
+    """An element a loop binds in `round`: each tensor it holds marked as that round's."""
+    if isinstance(value, Choice):
+        return Choice(tuple((condition, in_round(option, round)) for condition, option in value.options))
+    if not isinstance(value, Val):
+        return value
+    items = tuple(in_round(item, round) for item in value.items) if value.items is not None else None
+    return replace(value, items=items, round=round if value.is_tensor else value.round)
+
+
+def other_round(a: Val, b: Val) -> bool:
+    """Elements of one loop drawn in different rounds: different tensors."""
+    return a.round is not None and b.round is not None and a.round[0] == b.round[0] and a.round != b.round
 
 
 def options_of(value: Value) -> list[tuple[Condition, Value]]:
