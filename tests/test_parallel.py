@@ -58,5 +58,6 @@ def test_a_project_that_keeps_one_tree_at_a_time_changes_nothing(corpus: Path, m
     paths = list(discover([corpus], settings))
     shared = lint_paths(paths, settings).files
     monkeypatch.setattr(project, "MAX_CACHED_SOURCE", 1)
+    monkeypatch.setattr(project, "MAX_WORKING_SOURCE", 1)  # forgotten even while the analysis reads them
     forgetful = lint_paths(paths, settings).files
     assert [(r.path, r.findings) for r in forgetful] == [(r.path, r.findings) for r in shared]

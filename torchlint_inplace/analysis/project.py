@@ -38,6 +38,11 @@ _IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[^\n#]*|import
 # sources. On timm, 1 M characters keeps the peak at ~150 MB and re-parses 15 callees (0.4 M:
 # 130 MB, 43 re-parsed; unbounded: 38 callees parsed once, 176+ MB).
 MAX_CACHED_SOURCE = 1_000_000
+# While one file is analysed, the files it reaches are its working set: evicting one that the
+# analysis comes back to re-parses it, again and again (a transformers model reaches 38 files,
+# 1.5 M characters, and parsed 345 times under the 1 M bound). The bound is applied between
+# files; within one, only this larger one, so that a pathological reach cannot exhaust memory.
+MAX_WORKING_SOURCE = 4_000_000
 
 
 @dataclass
@@ -190,6 +195,7 @@ class Project:
     def context(self, path: str, module: cst.Module) -> FileContext:
         """The indexed file for `module`: the one `parse` made, or read as a callee, when it is that same tree."""
         self._checking = key = key_of(path)
+        self._evict(MAX_CACHED_SOURCE, key)  # the last file's working set is no longer needed
         known = self._files.get(key)
         if known is not None and known.module is module:
             return known
@@ -217,11 +223,15 @@ class Project:
         self._forget(key)
         self._files[key] = ctx
         self._size += ctx.size if ctx is not None else 0
-        # The file being checked stays: its findings' nodes must be the nodes of its one tree.
-        evictable = (other for other in list(self._files) if other not in (key, self._checking))
-        while self._size > MAX_CACHED_SOURCE and (oldest := next(evictable, None)) is not None:
-            self._forget(oldest)
+        self._evict(MAX_WORKING_SOURCE, key)
         return ctx
+
+    def _evict(self, bound: int, keep: str) -> None:
+        """Forgets the least recently used files until their sources fit `bound`. The file being
+        checked stays: its findings' nodes must be the nodes of its one tree."""
+        evictable = (other for other in list(self._files) if other not in (keep, self._checking))
+        while self._size > bound and (oldest := next(evictable, None)) is not None:
+            self._forget(oldest)
 
     def _forget(self, key: str) -> None:
         if key not in self._files:
