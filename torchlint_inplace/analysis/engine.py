@@ -65,6 +65,9 @@ _LIBRARIES = ("torch", "functools", "itertools", "collections", "types", "argpar
 # How many instances of a class differing only in numbers are built before the next such one
 # reuses the last (`Engine.similar`).
 MAX_CONTEXTS = 8
+# How many times a function may be on the call stack below its first run: a recursive call is
+# followed once (a recursive walk over a known structure), then its result is not known.
+MAX_RECURSION = 1
 _WORD = re.compile(r"\w+")
 
 
@@ -75,6 +78,7 @@ class Engine:
         self.reached: list[Summary] = []  # the runs the entry points reached
         self.picked: list[tuple[Condition, Summary]] = []  # runs of a forward picked in `__init__`, under the pick
         self._evaluating: set[tuple[str, str]] = set()
+        self._active: dict[int, int] = {}  # id(FunctionDef) -> its runs now on the call stack
 
     # ----------------------------------------------------------------- names
 
@@ -267,8 +271,14 @@ class Engine:
             known = self.project.memo.get(key)
             if known is not None:
                 return known, binding  # type: ignore[return-value]
+        if self._active.get(id(ref.node), 0) > MAX_RECURSION:
+            return None  # `unwrap(model.module)` recursing on unknown attributes: each level is a new context
         self_env = {name: value for name, value in state.env.items() if name.startswith("self.")} if constructing else {}
-        summary = self.execute(ctx, ref, binding, instance, constructing, interp.depth + 1, interp.grad_enabled, self_env, state.hooked)
+        self._active[id(ref.node)] = self._active.get(id(ref.node), 0) + 1
+        try:
+            summary = self.execute(ctx, ref, binding, instance, constructing, interp.depth + 1, interp.grad_enabled, self_env, state.hooked)
+        finally:
+            self._active[id(ref.node)] -= 1
         if key is not None:
             self.project.remember(key, summary, summary.files)
         return summary, binding

@@ -1,0 +1,65 @@
+"""Bounds that keep the interpreter's work proportional to the code, not to its call shapes.
+
+timm's `unwrap_model(model)` recurses on `model.ema`, `model.module` or `model._orig_mod`:
+each attribute of an unknown model is a new context, so following every recursive call ran it
+157,463 times for one file (3 ** depth). A function may be on the call stack once below its
+first run; deeper, its result is not known. One level still finds what it does.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint_inplace import analysis
+
+UNWRAP = """\
+import torch
+
+
+def unwrap(model):
+    if hasattr(model, "module"):
+        return unwrap(model.module)
+    elif hasattr(model, "ema"):
+        return unwrap(model.ema)
+    elif hasattr(model, "_orig_mod"):
+        return unwrap(model._orig_mod)
+    return model
+
+
+def state(model):
+    return unwrap(model).state_dict()
+"""
+
+ONE_LEVEL = """\
+import torch
+
+
+def rectify(x: torch.Tensor, depth: int) -> torch.Tensor:
+    if depth == 0:
+        return x.relu_()
+    return rectify(x, depth - 1)
+
+
+def loss(w: torch.Tensor) -> torch.Tensor:
+    y = w.sigmoid()
+    rectify(y, 1)
+    return y.sum()
+"""
+
+
+def _runs_of(project: analysis.Project, name: str, module: cst.Module) -> int:
+    node = next(statement for statement in module.body if isinstance(statement, cst.FunctionDef) and statement.name.value == name)
+    return sum(1 for key in project.memo if isinstance(key, tuple) and key[:1] == ("run",) and key[2] == id(node))
+
+
+def test_a_recursion_on_unknown_attributes_runs_a_bounded_number_of_times() -> None:
+    project = analysis.Project()
+    module = cst.parse_module(UNWRAP)
+    analysis.analyze(module, "/tmp/unwrap.py", project)
+    assert 1 <= _runs_of(project, "unwrap", module) <= 1 + 3 + 9
+
+
+def test_one_level_of_recursion_is_still_followed() -> None:
+    module = cst.parse_module(ONE_LEVEL)
+    found = analysis.analyze(module, "/tmp/one_level.py", analysis.Project()).mutations
+    assert [module.code_for_node(mutation.node) for mutation in found] == ["x.relu_()"]
