@@ -48,7 +48,11 @@ def loss(w: torch.Tensor) -> torch.Tensor:
 
 
 def _runs_of(project: analysis.Project, name: str, module: cst.Module) -> int:
-    node = next(statement for statement in module.body if isinstance(statement, cst.FunctionDef) and statement.name.value == name)
+    node = next(
+        statement
+        for statement in module.body
+        if isinstance(statement, cst.FunctionDef) and statement.name.value == name
+    )
     return sum(1 for key in project.memo if isinstance(key, tuple) and key[:1] == ("run",) and key[2] == id(node))
 
 
