@@ -9,10 +9,12 @@ default-on, so that a user who turns the option on is warned, but carries severi
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
 import jsonschema
+import pytest
 
 from torchlint_inplace import api
 from torchlint_inplace.diagnostics import Severity
@@ -99,3 +101,36 @@ def test_a_forward_picked_by_configuration_holds_under_the_pick() -> None:
     assert finding.code == "TIP002"
     assert finding.severity is Severity.WARNING
     assert finding.conditions == ["`forward == 'slicing'` (default 'split_cat')"]
+
+
+OPTION_GUARDED = Path(__file__).resolve().parent.parent / "fixtures" / "precision" / "option_guarded_paths.py"
+
+
+def test_paths_only_a_non_default_option_reaches_are_stated_warnings() -> None:
+    """A `forward` nobody calls runs with its options open; a method its siblings call only
+    under an option (esm's `_inference_forward`) holds only if it runs, and says so."""
+    findings = api.lint_source(OPTION_GUARDED.read_text(encoding="utf-8"), OPTION_GUARDED)
+    assert [(finding.code, finding.severity, finding.conditions) for finding in findings] == [
+        ("TIP001", Severity.WARNING, ["`inplace` is true (default False)"]),
+        (
+            "TIP003",
+            Severity.WARNING,
+            ["`_inference_forward` runs (its callers here do not call it with their defaults)"],
+        ),
+    ]
+
+
+def test_the_option_guarded_paths_raise_when_the_option_is_on() -> None:
+    """The label, by running: with the options on, backward() raises; the file's own drivers run
+    the defaults, which do not."""
+    torch = pytest.importorskip("torch")
+    spec = importlib.util.spec_from_file_location("option_guarded_paths", OPTION_GUARDED)
+    assert spec is not None and spec.loader is not None
+    fixture = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fixture)
+    fixture.safe_gate_by_default()
+    fixture.safe_trunk_by_default()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        fixture.Gate()(torch.randn(4, requires_grad=True), inplace=True).sum().backward()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        fixture.TriangleUpdate()(torch.randn(2, 4, requires_grad=True) * 1.0, inplace_safe=True).sum().backward()

@@ -13,6 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 TRAINING = "self.training"
+# The subject of the assumption that a method its class's other methods call, but none reached
+# with the configuration analysed, runs at all (its `test` is the method's name).
+REACHED = "reached"
 
 
 @dataclass(frozen=True, order=True)
@@ -36,6 +39,8 @@ class Assumption:
     def text(self) -> str:
         if self.subject == TRAINING and not self.test:
             return "in training" if self.holds else "in eval mode"
+        if self.subject == REACHED:
+            return f"`{self.test}` runs (its callers here do not call it with their defaults)"
         if self.test == "is None":
             phrase = f"`{self.subject}` is None" if self.holds else f"`{self.subject}` is set"
         elif not self.test:

@@ -22,7 +22,7 @@ import libcst as cst
 
 from .arguments import Args, Binding, bind
 from .classes import ClassInfo, FunctionRef
-from .conditions import Assumption, Condition
+from .conditions import REACHED, Assumption, Condition
 from .imports import dotted
 from .instances import Instance, patched
 from .interpreter import MAX_CALL_DEPTH, FunctionInterpreter
@@ -249,7 +249,7 @@ class Engine:
 
     # ----------------------------------------------------------------- runs
 
-    def run(self, interp, ref: FunctionRef, args: Args, bound: Value | None, state: State) -> tuple[Summary, Binding] | None:
+    def run(self, interp, ref: FunctionRef, args: Args, bound: Value | None, state: State, call_site: bool = True) -> tuple[Summary, Binding] | None:
         if interp.depth >= MAX_CALL_DEPTH:
             return None
         ctx = interp.ctx if key_of(ref.path) == key_of(interp.ctx.path) else self.project.file(Path(ref.path))
@@ -262,7 +262,7 @@ class Engine:
             if first:
                 binding.values = {first[0].name.value: bound if bound is not None else NOT_TENSOR, **binding.values}
                 binding.exprs = {first[0].name.value: None, **binding.exprs}
-        self.complete(ctx, binding)
+        self.complete(ctx, binding, call_site)
         constructing = interp.constructing and bound is not None and bound is state.env.get("self")
         instance = bound.instance if isinstance(bound, Module) else None
         key = None
@@ -423,13 +423,22 @@ class Engine:
             elif forward is None and self.is_module(info):
                 _guarded(lambda: self.run_picked_forward(ctx, info))
         ran = _nodes(self.reached) | _nodes([summary for _, summary in self.picked])
-        for node, cls in ctx.bodies:  # in order: one an earlier entry reached (under its no_grad) is not run again
+        called = _called_by_siblings(ctx)
+        for node, cls in sorted(ctx.bodies, key=lambda body: id(body[0]) in called):
+            # One an earlier entry reached (under its no_grad) is not run again. A method its
+            # class's other methods call comes last: it runs through them, under their conditions
+            # (esm's `_inference_forward`, which `forward` calls when `inplace_safe`); one they
+            # did not reach holds only if something calls it otherwise, and says so.
             if id(node) in ran or (wanted is not None and not wanted(node)):
                 continue
             ref = FunctionRef(ctx.path, node, cls)
-            before = len(self.reached)
-            _guarded(lambda: self.reached.extend(self.entry_run(ctx, ref, self.method_receiver(ctx, cls, node))))
-            ran |= _nodes(self.reached[before:])
+            runs: list[Summary] = []
+            _guarded(lambda: runs.extend(self.entry_run(ctx, ref, self.method_receiver(ctx, cls, node))))
+            if id(node) in called:
+                self.picked.extend((frozenset({Assumption(REACHED, node.name.value, True, against_default=True)}), run) for run in runs)
+            else:
+                self.reached.extend(runs)
+            ran |= _nodes(runs)
         for summary in _all(self.reached):
             found.extend(summary.mutations)
         for condition, picked in self.picked:
@@ -472,7 +481,7 @@ class Engine:
     def entry_run(self, ctx: FileContext, ref: FunctionRef, bound: Value | None) -> list[Summary]:
         interp = FunctionInterpreter(self, ctx)
         args = Args(keywords=self.entry_arguments(ctx, ref))
-        run = self.run(interp, ref, args, bound, State())
+        run = self.run(interp, ref, args, bound, State(), call_site=False)  # nobody known calls it: its options stay open
         return [run[0]] if run is not None else []
 
     def entry_arguments(self, ctx: FileContext, ref: FunctionRef) -> dict[str, Value]:
@@ -515,6 +524,20 @@ def _mentioning(ctx: FileContext, names: frozenset[str]) -> Callable[[cst.CSTNod
     while grown := {name for name, used in assigned.items() if name not in reach and used & reach}:
         reach |= grown
     return lambda node: bool(_words(ctx, node) & reach)
+
+
+def _called_by_siblings(ctx: FileContext) -> set[int]:
+    """The methods (ids of their nodes) that another method of their class names."""
+    methods: dict[int, list[cst.FunctionDef]] = {}
+    for node, cls in ctx.bodies:
+        if cls is not None:
+            methods.setdefault(id(cls), []).append(node)
+    return {
+        id(node)
+        for siblings in methods.values()
+        for node in siblings
+        if any(other is not node and node.name.value in _words(ctx, other) for other in siblings)
+    }
 
 
 def _nodes(summaries: list[Summary]) -> set[int]:
