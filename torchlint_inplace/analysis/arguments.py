@@ -42,7 +42,7 @@ class Args:
             return self.positional_exprs[position]
         return None
 
-    def prepend(self, values: list[Value], exprs: list[cst.BaseExpression | None] | None = None) -> "Args":
+    def prepend(self, values: list[Value], exprs: list[cst.BaseExpression | None] | None = None) -> Args:
         return Args(
             [*values, *self.positional],
             [*(exprs or [None] * len(values)), *self.positional_exprs],
@@ -51,7 +51,7 @@ class Args:
             self.open,
         )
 
-    def with_keywords(self, keywords: dict[str, Value]) -> "Args":
+    def with_keywords(self, keywords: dict[str, Value]) -> Args:
         """Keywords given earlier (a `partial`'s) under the call's own."""
         merged = {**keywords, **self.keywords}
         exprs = {name: self.keyword_exprs.get(name) for name in merged}
@@ -133,8 +133,12 @@ def bind(func: cst.FunctionDef, args: Args, skip: int) -> Binding:
         else:
             rest[name] = value
     if isinstance(params.star_arg, cst.Param):
-        values[params.star_arg.name.value] = Val(items=tuple(extra)) if not args.open else Val(items=tuple(extra) or None)
+        values[params.star_arg.name.value] = (
+            Val(items=tuple(extra)) if not args.open else Val(items=tuple(extra) or None)
+        )
     if params.star_kwarg is not None:
-        values[params.star_kwarg.name.value] = DictVal(tuple((key, value) for key, value in rest.items() if not key.startswith("\0")))
+        values[params.star_kwarg.name.value] = DictVal(
+            tuple((key, value) for key, value in rest.items() if not key.startswith("\0"))
+        )
     missing = [param for param in (*positional_params, *params.kwonly_params) if param.name.value not in values]
     return Binding(values, exprs, missing)

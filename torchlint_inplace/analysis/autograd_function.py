@@ -51,7 +51,7 @@ class FunctionContract:
         self.writes.append(_Write(site, storages, action, written, saved_before))
 
     def on_ctx_call(self, method: str, call: cst.Call, args: list[Value], state: State) -> None:
-        for arg, value in zip(call.args, args):
+        for arg, value in zip(call.args, args, strict=False):
             if not (isinstance(value, Val) and value.is_tensor):
                 continue
             if method == "save_for_backward":
@@ -77,7 +77,11 @@ class FunctionContract:
             elif write.storages & inputs and not write.storages & dirty:
                 kind = "unmarked-write"
                 returning = next((node for node, storages in self.returns if storages & write.storages), None)
-                where = f"returns it at line {self._line(returning)}" if returning is not None else f"(line {self._line(write.site.node)}) keeps it"
+                where = (
+                    f"returns it at line {self._line(returning)}"
+                    if returning is not None
+                    else f"(line {self._line(write.site.node)}) keeps it"
+                )
                 reason = Reason(
                     f"`forward` {where} without `ctx.mark_dirty({write.written})`: the caller's tensor changes behind autograd's back, and backward() will raise '…modified by an inplace operation' if anything saved it",
                     RAISES_AT_BACKWARD,
@@ -89,8 +93,16 @@ class FunctionContract:
         written = frozenset().union(*(write.storages for write in self.writes)) if self.writes else frozenset()
         for call, text, storages in self.dirty:
             if not storages & written or not storages & returned:
-                missing = "neither written nor returned" if not storages & (written | returned) else ("not written" if not storages & written else "not returned")
-                kind = {"neither written nor returned": "dirty-neither", "not written": "dirty-not-written", "not returned": "dirty-not-returned"}[missing]
+                missing = (
+                    "neither written nor returned"
+                    if not storages & (written | returned)
+                    else ("not written" if not storages & written else "not returned")
+                )
+                kind = {
+                    "neither written nor returned": "dirty-neither",
+                    "not written": "dirty-not-written",
+                    "not returned": "dirty-not-returned",
+                }[missing]
                 ends = ", ".join(f"line {self._line(node)}" for node, _ in self.returns) or "nowhere"
                 reason = Reason(
                     f"`{text}` is {missing} by `forward` (it returns at {ends}); autograd's view of it is now wrong (torch raises at once when a dirty tensor is not returned)",

@@ -24,7 +24,7 @@ from .model import Form
 from .modules import ModuleFactory
 from .state import SaveRecord, State, merge_states
 from .summaries import Summary
-from .syntax import is_self, keyword_of, literal, names_read
+from .syntax import names_read
 from .training import TrainingLoop, looks_like_optimizer
 from .values import (
     NOT_TENSOR,
@@ -67,7 +67,23 @@ _TORCH_NAMESPACES = frozenset({"torch", "torch.nn.functional", "torch.special", 
 _FUNCTIONAL = "torch.nn.functional"
 _CALLERS = " the caller's"
 # Module methods that return the module itself.
-_SELF_RETURNING = frozenset({"train", "eval", "to", "cuda", "cpu", "float", "double", "half", "bfloat16", "requires_grad_", "type", "share_memory", "apply"})
+_SELF_RETURNING = frozenset(
+    {
+        "train",
+        "eval",
+        "to",
+        "cuda",
+        "cpu",
+        "float",
+        "double",
+        "half",
+        "bfloat16",
+        "requires_grad_",
+        "type",
+        "share_memory",
+        "apply",
+    }
+)
 _MAX_RANGE = 8  # numbers of a `range` of known bounds the interpreter enumerates
 _DICT_METHODS = frozenset({"get", "values", "items", "keys", "update", "setdefault", "pop", "copy", "clear", "popitem"})
 # Classes whose instances are their constructor's keywords, read as attributes.
@@ -75,13 +91,23 @@ _NAMESPACE_CLASSES = frozenset({"types.SimpleNamespace", "argparse.Namespace"})
 _CONTAINER_GROWERS = frozenset({"append", "extend", "insert", "add_module", "register_module", "update"})
 # The fields of torch.return_types (`values, indices` of max/min/sort/topk/kthvalue/mode/
 # median/cummax, `Q, R` of qr, `eigenvalues, eigenvectors`), by position.
-RETURN_FIELDS = {"values": 0, "indices": 1, "Q": 0, "R": 1, "eigenvalues": 0, "eigenvectors": 1, "U": 0, "S": 1, "Vh": 2}
+RETURN_FIELDS = {
+    "values": 0,
+    "indices": 1,
+    "Q": 0,
+    "R": 1,
+    "eigenvalues": 0,
+    "eigenvectors": 1,
+    "U": 0,
+    "S": 1,
+    "Vh": 2,
+}
 
 
 class CallEvaluator:
     """The call half of the interpreter, composed into it (see interpreter.py for the state)."""
 
-    def __init__(self, interp: "Interpreter") -> None:
+    def __init__(self, interp: Interpreter) -> None:
         self.i = interp
         self.modules = ModuleFactory(interp)
         self.loop = TrainingLoop(interp)
@@ -152,11 +178,15 @@ class CallEvaluator:
             merged = value if merged is None else merge_values(merged, value, condition, frozenset())
         return merged if merged is not None else NOT_TENSOR
 
-    def call_on(self, receiver: Value, receiver_expr: cst.BaseExpression, method: str, call: cst.Call, args: Args, state: State) -> Value:
+    def call_on(
+        self, receiver: Value, receiver_expr: cst.BaseExpression, method: str, call: cst.Call, args: Args, state: State
+    ) -> Value:
         """`receiver.method(...)`."""
         self.i.note_blind(receiver_expr, receiver)
         if isinstance(receiver, Choice) and not tensors_in(receiver):
-            return self.each_option(receiver, lambda option, branch: self.call_on(option, receiver_expr, method, call, args, branch), state)
+            return self.each_option(
+                receiver, lambda option, branch: self.call_on(option, receiver_expr, method, call, args, branch), state
+            )
         receiver = collapse(receiver)
         if is_tensor(receiver):
             return self.call_method(receiver, method, call, args, state)  # type: ignore[arg-type]
@@ -174,7 +204,9 @@ class CallEvaluator:
         if isinstance(receiver, DictVal):
             if method in _DICT_METHODS:
                 return self.dict_method(receiver, receiver_expr, method, call, args, state)
-            return self.call_value(self.attribute_of(receiver, method, call.func, state), call, args, state)  # `hparams.normalizer(x)`
+            return self.call_value(
+                self.attribute_of(receiver, method, call.func, state), call, args, state
+            )  # `hparams.normalizer(x)`
         if isinstance(receiver, Val) and receiver.items is not None:
             return self.list_method(receiver, receiver_expr, method, call, args, state)
         if isinstance(receiver, (Klass, Func)) or _is_namespace(receiver):
@@ -182,7 +214,11 @@ class CallEvaluator:
             return self.call_value(member, call, args, state)
         if isinstance(receiver, Const) and isinstance(receiver.value, str):
             return _string_method(receiver.value, method, args)
-        if self.i.contract is not None and isinstance(receiver_expr, cst.Name) and receiver_expr.value == self.i.ctx_name:
+        if (
+            self.i.contract is not None
+            and isinstance(receiver_expr, cst.Name)
+            and receiver_expr.value == self.i.ctx_name
+        ):
             self.i.contract.on_ctx_call(method, call, args.positional, state)
             return NOT_TENSOR
         if method == "step" and looks_like_optimizer(call):
@@ -218,7 +254,12 @@ class CallEvaluator:
         if isinstance(base, DictVal):
             found = base.get(attr)  # a config read by attribute (EasyDict, OmegaConf, SimpleNamespace)
             return found if found is not None else (base.rest if base.rest is not None else NOT_TENSOR)
-        if isinstance(base, Val) and base.items is not None and attr in RETURN_FIELDS and RETURN_FIELDS[attr] < len(base.items):
+        if (
+            isinstance(base, Val)
+            and base.items is not None
+            and attr in RETURN_FIELDS
+            and RETURN_FIELDS[attr] < len(base.items)
+        ):
             return base.items[RETURN_FIELDS[attr]]  # `torch.topk(x, k).values`: torch.return_types' fields
         if not is_tensor(base):
             return NOT_TENSOR
@@ -255,16 +296,21 @@ class CallEvaluator:
         if qualname is None:
             return self.opaque_result(args, state)
         if qualname == "torch.nn.Parameter":
-            data = args.get("data", 0)
             requires = args.get("requires_grad", 1)
             grad = Grad.NO if isinstance(requires, Const) and requires.value is False else Grad.LEAF
             return Val(fresh_storage(), grad, origin=call)
-        if qualname.startswith("torch.nn.") and qualname.count(".") == 2 and qualname[len("torch.nn."):][:1].isupper():
-            return self.modules.construct(qualname[len("torch.nn."):], call, args, state)
-        if qualname.startswith("torch.optim.") and qualname.count(".") == 2 and qualname[len("torch.optim."):][:1].isupper():
+        if qualname.startswith("torch.nn.") and qualname.count(".") == 2 and qualname[len("torch.nn.") :][:1].isupper():
+            return self.modules.construct(qualname[len("torch.nn.") :], call, args, state)
+        if (
+            qualname.startswith("torch.optim.")
+            and qualname.count(".") == 2
+            and qualname[len("torch.optim.") :][:1].isupper()
+        ):
             return self.loop.optimizer(args)
         if qualname in _NAMESPACE_CLASSES:
-            return DictVal(tuple(args.keywords.items()), cell=fresh_id())  # `SimpleNamespace(a=1)`: attributes are its keywords
+            return DictVal(
+                tuple(args.keywords.items()), cell=fresh_id()
+            )  # `SimpleNamespace(a=1)`: attributes are its keywords
         if qualname == "functools.partial" and args.positional:
             return Partial(args.positional[0], tuple(args.positional[1:]), tuple(args.keywords.items()))
         return self.call_torch(qualname, call, args, state)
@@ -275,7 +321,9 @@ class CallEvaluator:
         module = self.i.patches.get(module.ident, module)
         label = self.label(call, module)
         if module.instance is not None:
-            forward = self.i.engine.method_of(module.instance.cls, "forward") or self.i.engine.method_of(module.instance.cls, "__call__")
+            forward = self.i.engine.method_of(module.instance.cls, "forward") or self.i.engine.method_of(
+                module.instance.cls, "__call__"
+            )
             if forward is not None:
                 result = self.call_project(forward, call, args, state, module)
             elif module.instance.container is not None:
@@ -301,7 +349,9 @@ class CallEvaluator:
         kind = module.kind or module.label
         return f"{text} ({kind})" if kind and kind != text else text
 
-    def module_method(self, module: Module, receiver_expr: cst.BaseExpression, method: str, call: cst.Call, args: Args, state: State) -> Value:
+    def module_method(
+        self, module: Module, receiver_expr: cst.BaseExpression, method: str, call: cst.Call, args: Args, state: State
+    ) -> Value:
         if method in _SELF_RETURNING:
             return module
         if method in ("parameters", "named_parameters", "buffers"):
@@ -310,7 +360,11 @@ class CallEvaluator:
         if method in ("modules", "children", "named_modules", "named_children"):
             own = None
             if self.i.constructing and isinstance(receiver_expr, cst.Name) and receiver_expr.value == "self":
-                own = {name: value for name, value in state.env.items() if name.startswith("self.") and name.count(".") == 1}
+                own = {
+                    name: value
+                    for name, value in state.env.items()
+                    if name.startswith("self.") and name.count(".") == 1
+                }
             found = submodules(module, own=own)
             found = found[1:] if method in ("children", "named_children") else found
             if method.startswith("named_"):
@@ -327,7 +381,9 @@ class CallEvaluator:
         if method in ("register_full_backward_hook", "register_backward_hook"):
             state.hooked |= {module.ident}
             return NOT_TENSOR
-        if method in _CONTAINER_GROWERS and (module.items is not None or module.kind in ("Sequential", "ModuleList", "ModuleDict")):
+        if method in _CONTAINER_GROWERS and (
+            module.items is not None or module.kind in ("Sequential", "ModuleList", "ModuleDict")
+        ):
             grown = self.grown_module(module, method, args)
             name = dotted(receiver_expr)
             if name is not None:
@@ -346,7 +402,9 @@ class CallEvaluator:
 
     def grown_module(self, module: Module, method: str, args: Args) -> Module:
         items = list(module.items or ())
-        keys = list(module.keys) if module.keys is not None else None if module.items else []  # an empty container names its children as they come
+        keys = (
+            list(module.keys) if module.keys is not None else None if module.items else []
+        )  # an empty container names its children as they come
         new: list[Value] = []
         if method in ("append", "register_module", "add_module"):
             new = [args.positional[-1]] if args.positional else []
@@ -367,7 +425,16 @@ class CallEvaluator:
                     new.append(item)
         items += new
         params = frozenset().union(*(item.params for item in items if isinstance(item, Module)))
-        return replace(module, items=tuple(items), keys=tuple(keys) if keys is not None and len(keys) == len(items) else module.keys if len(items) == len(module.items or ()) else None, params=module.params | params)
+        return replace(
+            module,
+            items=tuple(items),
+            keys=tuple(keys)
+            if keys is not None and len(keys) == len(items)
+            else module.keys
+            if len(items) == len(module.items or ())
+            else None,
+            params=module.params | params,
+        )
 
     def call_super(self, proxy: Super, method: str, call: cst.Call, args: Args, state: State) -> Value:
         """`super().__init__(...)`, `super().forward(x)`: the next project base's method on the
@@ -382,7 +449,11 @@ class CallEvaluator:
         if kind is None:
             return Const(None) if method == "__init__" else self.opaque_result(args, state)
         if method == "__init__":
-            if kind in self.i.facts.module_saves or kind in ("Sequential", "ModuleList", "ModuleDict") or kind in self.i.facts.inplace_modules:
+            if (
+                kind in self.i.facts.module_saves
+                or kind in ("Sequential", "ModuleList", "ModuleDict")
+                or kind in self.i.facts.inplace_modules
+            ):
                 state.env["self.__container__"] = self.modules.construct(kind, call, args, state)
             return Const(None)
         if method == "forward":
@@ -393,7 +464,9 @@ class CallEvaluator:
 
     # ----------------------------------------------------------------- containers
 
-    def list_method(self, receiver: Val, receiver_expr: cst.BaseExpression, method: str, call: cst.Call, args: Args, state: State) -> Value:
+    def list_method(
+        self, receiver: Val, receiver_expr: cst.BaseExpression, method: str, call: cst.Call, args: Args, state: State
+    ) -> Value:
         if method in ("append", "extend", "insert"):
             if method == "append":
                 grown = self.extended(receiver, Val(items=tuple(args.positional[-1:])))
@@ -416,16 +489,34 @@ class CallEvaluator:
     def owns(self, expr: cst.BaseExpression, state: State) -> bool:
         """A container the function made itself (not an argument, not an attribute)."""
         name = dotted(expr)
-        return name is not None and "." not in name and not (reachable(state.env.get(name, NOT_TENSOR)) & self.i.param_storages)
+        return (
+            name is not None
+            and "." not in name
+            and not (reachable(state.env.get(name, NOT_TENSOR)) & self.i.param_storages)
+        )
 
     def extended(self, container: Value, extra: Value) -> Value:
         container, extra = collapse(container), collapse(extra)
         base = list(container.items) if isinstance(container, Val) and container.items is not None else []
-        more = list(extra.items) if isinstance(extra, (Val, Module)) and extra.items is not None else [element_of(extra)] if extra is not NOT_TENSOR else []
+        more = (
+            list(extra.items)
+            if isinstance(extra, (Val, Module)) and extra.items is not None
+            else [element_of(extra)]
+            if extra is not NOT_TENSOR
+            else []
+        )
         cell = container.cell if isinstance(container, Val) else None
         return Val(items=tuple(base + more), cell=cell if cell is not None else fresh_id())
 
-    def dict_method(self, receiver: DictVal, receiver_expr: cst.BaseExpression, method: str, call: cst.Call, args: Args, state: State) -> Value:
+    def dict_method(
+        self,
+        receiver: DictVal,
+        receiver_expr: cst.BaseExpression,
+        method: str,
+        call: cst.Call,
+        args: Args,
+        state: State,
+    ) -> Value:
         if method in ("get", "pop"):
             key = collapse(args.positional[0]) if args.positional else None
             found = receiver.get(key.value) if isinstance(key, Const) else None
@@ -452,7 +543,11 @@ class CallEvaluator:
                 if isinstance(key, Const) and receiver.get(key.value) is None:
                     updated = updated.set(key.value, args.positional[1] if len(args.positional) > 1 else Const(None))
             self.i.rebind_container(receiver_expr, receiver, updated, state)
-            return updated.get(collapse(args.positional[0]).value) if method == "setdefault" and args.positional and isinstance(collapse(args.positional[0]), Const) else Const(None)  # type: ignore[union-attr]
+            return (
+                updated.get(collapse(args.positional[0]).value)
+                if method == "setdefault" and args.positional and isinstance(collapse(args.positional[0]), Const)
+                else Const(None)
+            )  # type: ignore[union-attr]
         if method == "copy":
             return replace(receiver, cell=fresh_id())
         return NOT_TENSOR
@@ -464,7 +559,9 @@ class CallEvaluator:
         if name == "getattr" and len(args.positional) >= 2:
             key = collapse(args.positional[1])
             if isinstance(key, Const) and isinstance(key.value, str):
-                found = self.attribute_of(collapse(first) if not isinstance(first, Choice) else first, key.value, call, state)  # type: ignore[arg-type]
+                found = self.attribute_of(
+                    collapse(first) if not isinstance(first, Choice) else first, key.value, call, state
+                )  # type: ignore[arg-type]
                 if found is NOT_TENSOR and len(args.positional) > 2:
                     return args.positional[2]
                 return found
@@ -475,7 +572,9 @@ class CallEvaluator:
             if owner is not None:
                 attribute = key.value if isinstance(key, Const) and isinstance(key.value, str) else "*"
                 target = f"{owner}.{attribute}"
-                state.env[target] = merge_values(state.env.get(target), args.positional[2]) if attribute == "*" else args.positional[2]
+                state.env[target] = (
+                    merge_values(state.env.get(target), args.positional[2]) if attribute == "*" else args.positional[2]
+                )
             return Const(None)
         if name == "hasattr" and len(args.positional) >= 2:
             key = collapse(args.positional[1])
@@ -493,7 +592,9 @@ class CallEvaluator:
                 return Val(items=(element_of(value),), cell=fresh_id() if name == "list" else None)
             if is_tensor(value):
                 return Val(items=(element_of(value),), cell=fresh_id() if name == "list" else None)
-            return Val(items=(element_of(value),), cell=fresh_id()) if element_of(value) is not NOT_TENSOR else NOT_TENSOR
+            return (
+                Val(items=(element_of(value),), cell=fresh_id()) if element_of(value) is not NOT_TENSOR else NOT_TENSOR
+            )
         if name in ("list", "tuple"):
             return Val(items=(), cell=fresh_id() if name == "list" else None)
         if name == "dict":
@@ -502,7 +603,11 @@ class CallEvaluator:
                 result = replace(collapse(first), cell=fresh_id())  # type: ignore[type-var]
             elif first is not None and isinstance(collapse(first), Val) and collapse(first).items is not None:  # type: ignore[union-attr]
                 for pair in collapse(first).items:  # type: ignore[union-attr]
-                    key, value = (collapse(pair).items or (NOT_TENSOR, NOT_TENSOR))[:2] if isinstance(collapse(pair), Val) else (NOT_TENSOR, NOT_TENSOR)  # type: ignore[union-attr]
+                    key, value = (
+                        (collapse(pair).items or (NOT_TENSOR, NOT_TENSOR))[:2]
+                        if isinstance(collapse(pair), Val)
+                        else (NOT_TENSOR, NOT_TENSOR)
+                    )  # type: ignore[union-attr]
                     if isinstance(key, Const):
                         result = result.set(key.value, value)
                     else:  # `dict(model.named_parameters())`: values under names not known
@@ -516,7 +621,35 @@ class CallEvaluator:
             return element_of(first) if first is not None else NOT_TENSOR
         if name == "super":
             return self.i.engine.super_of(self.i)
-        if name in ("int", "float", "bool", "str", "len", "range", "print", "abs", "round", "id", "hash", "type", "repr", "format", "all", "any", "min", "max", "sum", "divmod", "pow", "callable", "vars", "dir", "enumerate", "zip", "map"):
+        if name in (
+            "int",
+            "float",
+            "bool",
+            "str",
+            "len",
+            "range",
+            "print",
+            "abs",
+            "round",
+            "id",
+            "hash",
+            "type",
+            "repr",
+            "format",
+            "all",
+            "any",
+            "min",
+            "max",
+            "sum",
+            "divmod",
+            "pow",
+            "callable",
+            "vars",
+            "dir",
+            "enumerate",
+            "zip",
+            "map",
+        ):
             if name in ("min", "max", "sum", "abs", "pow", "round", "map") and args.tensors():
                 return self.opaque_result(args, state)
             if name in ("int", "float", "bool", "str") and first is not None and isinstance(collapse(first), Const):
@@ -530,7 +663,11 @@ class CallEvaluator:
                 return Val(items=(Val(items=tuple(element_of(value) for value in args.positional)),))
             if name == "range":
                 return _range(args)
-            if name in ("min", "max") and args.positional and all(isinstance(collapse(v), Const) for v in args.positional):
+            if (
+                name in ("min", "max")
+                and args.positional
+                and all(isinstance(collapse(v), Const) for v in args.positional)
+            ):
                 try:
                     values = [collapse(v).value for v in args.positional]  # type: ignore[union-attr]
                     return Const(min(values) if name == "min" else max(values))
@@ -549,7 +686,11 @@ class CallEvaluator:
 
     def isinstance_verdict(self, value: Value, kinds: Value) -> bool | None:
         """`isinstance(value, kinds)` for one value, when it can be told."""
-        classes = [kind for kind in (collapse(kinds).items or ()) if isinstance(kind, Klass)] if isinstance(collapse(kinds), Val) else [kinds]
+        classes = (
+            [kind for kind in (collapse(kinds).items or ()) if isinstance(kind, Klass)]
+            if isinstance(collapse(kinds), Val)
+            else [kinds]
+        )
         value = collapse(value)
         if isinstance(value, Module):
             answers = [self.is_instance(value, kind) for kind in classes]
@@ -594,13 +735,20 @@ class CallEvaluator:
                 return Val(fresh_storage(), Grad.LEAF, origin=call)
             return Val(fresh_storage(), Grad.NO, origin=call, fresh_buffer=True, inference=self.i.inference)
         tensors = args.tensors()
-        if not tensors or (namespace == "torch" and short not in facts.tensor_functions and short not in facts.ops and short not in facts.overloads):
+        if not tensors or (
+            namespace == "torch"
+            and short not in facts.tensor_functions
+            and short not in facts.ops
+            and short not in facts.overloads
+        ):
             if tensors:
                 return self.opaque_result(args, state)
             return NOT_TENSOR
         label = self.i.ctx.code_of(call.func)
         first_value = collapse(args.positional[0]) if args.positional else tensors[0]
-        first_expr = args.positional_exprs[0] if args.positional_exprs and args.positional_exprs[0] is not None else call
+        first_expr = (
+            args.positional_exprs[0] if args.positional_exprs and args.positional_exprs[0] is not None else call
+        )
         twin = facts.inplace_functions.get(short) if namespace in ("torch", _FUNCTIONAL) else None
         flag = self.inplace_flag(short, args) if namespace == _FUNCTIONAL else None
         if twin is not None or flag is not None:
@@ -608,10 +756,28 @@ class CallEvaluator:
             condition = frozenset() if twin is not None else flag
             target = first_value if is_tensor(first_value) else tensors[0]
             if condition is not None:
-                self.i.write(Form.INPLACE_ACTIVATION, call, first_expr, target, state, f"`{label}(...)` rewrites", hidden_from_reader=True, condition=condition)  # type: ignore[arg-type]
+                self.i.write(
+                    Form.INPLACE_ACTIVATION,
+                    call,
+                    first_expr,
+                    target,
+                    state,
+                    f"`{label}(...)` rewrites",
+                    hidden_from_reader=True,
+                    condition=condition,
+                )  # type: ignore[arg-type]
                 saved = facts.inplace_function_saves.get(short)
                 if saved is None:  # not probed: fall back to what the out-of-place twin saves
-                    self.i.record_op(twin or short, label, {"self": target}, target, call, state, {}, only=lambda kind: kind == "result")  # type: ignore[arg-type]
+                    self.i.record_op(
+                        twin or short,
+                        label,
+                        {"self": target},
+                        target,
+                        call,
+                        state,
+                        {},
+                        only=lambda kind: kind == "result",
+                    )  # type: ignore[arg-type]
                 elif "result" in saved and self.i.grad_enabled and target.grad > Grad.NO:  # type: ignore[union-attr]
                     record = self.i.save(state, target, label, "its result", call, certain=target.grad > Grad.UNKNOWN)  # type: ignore[arg-type,union-attr]
                     self.i.regraph(target, frozenset({record.order}), state)  # type: ignore[arg-type]
@@ -620,7 +786,9 @@ class CallEvaluator:
         out = args.keywords.get("out")
         if is_tensor(out):
             out_expr = args.keyword_exprs.get("out") or call
-            self.i.write(Form.OUT_ARGUMENT, call, out_expr, collapse(out), state, f"`{label}(..., out=...)` writes into")  # type: ignore[arg-type]
+            self.i.write(
+                Form.OUT_ARGUMENT, call, out_expr, collapse(out), state, f"`{label}(..., out=...)` writes into"
+            )  # type: ignore[arg-type]
             return out
         overload = facts.overload(short, [is_tensor(value) for value in args.positional], list(args.keywords))
         result = self.result_of(short, overload, [first_value, *args.values()])
@@ -628,7 +796,16 @@ class CallEvaluator:
             result = first_value.view(strided=short in NON_CONTIGUOUS_VIEWS)  # type: ignore[union-attr]
         if short in facts.multi_view_methods and is_tensor(first_value):
             view = first_value.view(strided=True)  # type: ignore[union-attr]
-            result = Val(view.storages, view.grad, call, True, hidden=view.hidden, multi_view=short, dtype=view.dtype, graph=view.graph)
+            result = Val(
+                view.storages,
+                view.grad,
+                call,
+                True,
+                hidden=view.hidden,
+                multi_view=short,
+                dtype=view.dtype,
+                graph=view.graph,
+            )
         if overload is None:
             return result
         bound = self.bind(overload.params, args)
@@ -641,7 +818,10 @@ class CallEvaluator:
         if facts is None or len(facts.outputs) < 2:
             return result
         integers = self.i.facts.integer_outputs.get(name, frozenset())
-        items = tuple(Val(fresh_storage(), Grad.NO, dtype="int64") if output in integers else self.i.new_tensor(inputs) for output in facts.outputs)
+        items = tuple(
+            Val(fresh_storage(), Grad.NO, dtype="int64") if output in integers else self.i.new_tensor(inputs)
+            for output in facts.outputs
+        )
         return Val(items=items)
 
     def inplace_flag(self, short: str, args: Args) -> Condition | None:
@@ -682,8 +862,16 @@ class CallEvaluator:
             others = self.bind(facts.ops[twin].params[1:], args) if twin is not None and twin in facts.ops else {}
             root = self.chain_root(call)
             self.i.inplace_op(
-                Form.METHOD, call, target_expr if root is call else self.chain_target(call), receiver, state,
-                f"`{self.i.ctx.code_of(root.func)}()` modifies", twin, f".{method}()", others, chain=root if root is not call else None,
+                Form.METHOD,
+                call,
+                target_expr if root is call else self.chain_target(call),
+                receiver,
+                state,
+                f"`{self.i.ctx.code_of(root.func)}()` modifies",
+                twin,
+                f".{method}()",
+                others,
+                chain=root if root is not call else None,
             )
             if method in facts.inplace_view_methods:
                 return receiver.view(strided=True)
@@ -702,7 +890,16 @@ class CallEvaluator:
             return receiver.view(strided=method in NON_CONTIGUOUS_VIEWS)
         if method in facts.multi_view_methods:
             view = receiver.view(strided=True)
-            return Val(view.storages, view.grad, call, True, hidden=view.hidden, multi_view=method, dtype=view.dtype, graph=view.graph)
+            return Val(
+                view.storages,
+                view.grad,
+                call,
+                True,
+                hidden=view.hidden,
+                multi_view=method,
+                dtype=view.dtype,
+                graph=view.graph,
+            )
         if method in NON_TENSOR_METHODS:
             if method == "backward":
                 self.loop.backward(receiver, call, state)
@@ -767,7 +964,13 @@ class CallEvaluator:
         return self.call_project(ref, call, args.prepend([NOT_TENSOR]), state, apply_writes=False)
 
     def call_project(
-        self, ref: FunctionRef, call: cst.Call, args: Args, state: State, bound: Value | None = None, apply_writes: bool = True
+        self,
+        ref: FunctionRef,
+        call: cst.Call,
+        args: Args,
+        state: State,
+        bound: Value | None = None,
+        apply_writes: bool = True,
     ) -> Value:
         """A call into project code: run it with these arguments and apply what the run did."""
         run = self.i.engine.run(self.i, ref, args, bound, state)
@@ -777,7 +980,17 @@ class CallEvaluator:
         self.i.children.append(summary)
         return self.apply_summary(summary, binding, ref, call, args, state, bound, apply_writes)
 
-    def apply_summary(self, summary: Summary, binding, ref: FunctionRef, call: cst.Call, args: Args, state: State, bound: Value | None, apply_writes: bool) -> Value:
+    def apply_summary(
+        self,
+        summary: Summary,
+        binding,
+        ref: FunctionRef,
+        call: cst.Call,
+        args: Args,
+        state: State,
+        bound: Value | None,
+        apply_writes: bool,
+    ) -> Value:
         values = list(binding.values.values())
         exprs = list(binding.exprs.get(name) for name in binding.values)
         label = self.i.ctx.code_of(call.func)
@@ -804,20 +1017,40 @@ class CallEvaluator:
             condition = write.condition
             if write.via_activation:
                 self.i.write(
-                    Form.INPLACE_ACTIVATION, call, argument or call, value, state, f"`{label}(...)` applies an inplace activation that rewrites",  # type: ignore[arg-type]
-                    hidden_from_reader=True, site=write.site if write.site.path != self.i.ctx.path or write.related else None,
-                    condition=condition, calls=write.related,
+                    Form.INPLACE_ACTIVATION,
+                    call,
+                    argument or call,
+                    value,
+                    state,
+                    f"`{label}(...)` applies an inplace activation that rewrites",  # type: ignore[arg-type]
+                    hidden_from_reader=True,
+                    site=write.site if write.site.path != self.i.ctx.path or write.related else None,
+                    condition=condition,
+                    calls=write.related,
                 )
             else:
                 # `normalize_(x)` as a statement, returning nothing or `x` itself, is called to
                 # update `x`: reading `x` afterwards is intended. One that returns a new value
                 # (`encode(mel)`) is called for that value, and changing `mel` is its side effect.
-                made = [tensor for tensor in tensors_in(summary.returned) if not tensor.storages <= summary.slots.keys()]
+                made = [
+                    tensor for tensor in tensors_in(summary.returned) if not tensor.storages <= summary.slots.keys()
+                ]
                 updater = call is self.i.discarded and not made
                 intended = names_read(argument) if argument is not None and updater else set()
                 action = write.action if write.action.endswith(_CALLERS) else f"{write.action}{_CALLERS}"
                 outer, self.i.grad_enabled = self.i.grad_enabled, self.i.grad_enabled and write.grad_enabled
-                self.i.write(Form.ARGUMENT, call, argument or call, value, state, action, True, write.site, intended, condition=condition)  # type: ignore[arg-type]
+                self.i.write(
+                    Form.ARGUMENT,
+                    call,
+                    argument or call,
+                    value,
+                    state,
+                    action,
+                    True,
+                    write.site,
+                    intended,
+                    condition=condition,
+                )  # type: ignore[arg-type]
                 self.i.grad_enabled = outer
             if value.storages & self.i.param_storages:
                 state.escaped |= value.graph
@@ -828,12 +1061,37 @@ class CallEvaluator:
                 value = collapse(resolve(slot))
                 if is_tensor(value) and records:
                     expr = exprs[slot[0]] if slot and slot[0] < len(exprs) else None
-                    text = self.i.ctx.code_of(expr) if expr is not None else (summary.params[slot[0]] if slot and slot[0] < len(summary.params) else "its argument")
+                    text = (
+                        self.i.ctx.code_of(expr)
+                        if expr is not None
+                        else (summary.params[slot[0]] if slot and slot[0] < len(summary.params) else "its argument")
+                    )
                     for inner in _per_condition(records):
                         certain = graph_args or inner.certain
-                        made.add(self.i.save(state, value, f"{label} (its `{inner.op}`)", text, call, certain, condition=inner.condition).order)  # type: ignore[arg-type]
+                        made.add(
+                            self.i.save(
+                                state,
+                                value,
+                                f"{label} (its `{inner.op}`)",
+                                text,
+                                call,
+                                certain,
+                                condition=inner.condition,
+                            ).order
+                        )  # type: ignore[arg-type]
             for storages, inner in summary.stable_saves:
-                made.add(self.i.save(state, NOT_TENSOR, f"{label} (its `{inner.op}`)", inner.what, call, inner.certain, storages=storages, condition=inner.condition).order)
+                made.add(
+                    self.i.save(
+                        state,
+                        NOT_TENSOR,
+                        f"{label} (its `{inner.op}`)",
+                        inner.what,
+                        call,
+                        inner.certain,
+                        storages=storages,
+                        condition=inner.condition,
+                    ).order
+                )
         mapping: dict[int, Val] = {}
         result = self.materialize(summary.returned, summary, resolve, mapping, args, state)
         for name, value in summary.self_updates.items():
@@ -843,34 +1101,71 @@ class CallEvaluator:
             old = resolve(slot)
             expr = exprs[slot[0]] if slot and slot[0] < len(exprs) else None
             if expr is not None and len(slot) == 1:
-                self.i.rebind_container(expr, old, replace(self.materialize(value, summary, resolve, mapping, args, state), cell=getattr(collapse(old), "cell", None)), state)  # type: ignore[type-var]
+                self.i.rebind_container(
+                    expr,
+                    old,
+                    replace(
+                        self.materialize(value, summary, resolve, mapping, args, state),
+                        cell=getattr(collapse(old), "cell", None),
+                    ),
+                    state,
+                )  # type: ignore[type-var]
         if self.i.grad_enabled:
             for storage, records in summary.result_saves.items():
                 tensor = mapping.get(storage)
                 if tensor is None or not records:
                     continue
                 for inner in _per_condition(records):
-                    made.add(self.i.save(state, tensor, f"{label} (its `{inner.op}`)", "its result", call, tensor.grad > Grad.UNKNOWN or inner.certain, condition=inner.condition).order)
+                    made.add(
+                        self.i.save(
+                            state,
+                            tensor,
+                            f"{label} (its `{inner.op}`)",
+                            "its result",
+                            call,
+                            tensor.grad > Grad.UNKNOWN or inner.certain,
+                            condition=inner.condition,
+                        ).order
+                    )
         if made and self.i.grad_enabled:
             result = _with_graph(result, frozenset(made))
         return result
 
-    def materialize(self, value: Value | None, summary: Summary, resolve, mapping: dict[int, Val], args: Args, state: State) -> Value:
+    def materialize(
+        self, value: Value | None, summary: Summary, resolve, mapping: dict[int, Val], args: Args, state: State
+    ) -> Value:
         """A callee's value in the caller's terms: its arguments' tensors are the caller's, the
         tensors it made are fresh ones (the same one for the same callee tensor)."""
         if value is None:
             return self.opaque_result(args, state) if args.tensors() else NOT_TENSOR
         if isinstance(value, Choice):
-            return Choice(tuple((condition, self.materialize(option, summary, resolve, mapping, args, state)) for condition, option in value.options))
+            return Choice(
+                tuple(
+                    (condition, self.materialize(option, summary, resolve, mapping, args, state))
+                    for condition, option in value.options
+                )
+            )
         if isinstance(value, DictVal):
-            entries = tuple((key, self.materialize(item, summary, resolve, mapping, args, state)) for key, item in value.entries)
-            rest = self.materialize(value.rest, summary, resolve, mapping, args, state) if value.rest is not None else None
+            entries = tuple(
+                (key, self.materialize(item, summary, resolve, mapping, args, state)) for key, item in value.entries
+            )
+            rest = (
+                self.materialize(value.rest, summary, resolve, mapping, args, state) if value.rest is not None else None
+            )
             return DictVal(entries, rest, fresh_id() if value.cell is not None else None)
         if not isinstance(value, Val):
             return value
-        items = tuple(self.materialize(item, summary, resolve, mapping, args, state) for item in value.items) if value.items is not None else None
+        items = (
+            tuple(self.materialize(item, summary, resolve, mapping, args, state) for item in value.items)
+            if value.items is not None
+            else None
+        )
         if not value.is_tensor:
-            return replace(value, items=items, cell=fresh_id() if value.cell is not None else None) if items is not None else value
+            return (
+                replace(value, items=items, cell=fresh_id() if value.cell is not None else None)
+                if items is not None
+                else value
+            )
         slots = [summary.slots[storage] for storage in value.storages if storage in summary.slots]
         if slots:
             aliases = [collapse(resolve(slot)) for slot in slots]
@@ -882,7 +1177,16 @@ class CallEvaluator:
         if fresh is None:
             grad = value.grad if self.i.grad_enabled else Grad.NO
             graph = graph_of(Val(items=tuple(args.values()))) if grad is not Grad.NO else frozenset()
-            fresh = Val(fresh_storage(), grad, dtype=value.dtype, opaque=value.opaque, graph=graph, inference=self.i.inference, multi_view=value.multi_view, origin=value.origin)
+            fresh = Val(
+                fresh_storage(),
+                grad,
+                dtype=value.dtype,
+                opaque=value.opaque,
+                graph=graph,
+                inference=self.i.inference,
+                multi_view=value.multi_view,
+                origin=value.origin,
+            )
             for storage in value.storages:
                 mapping[storage] = fresh
         return replace(fresh, items=items) if items is not None else fresh
@@ -904,12 +1208,12 @@ class CallEvaluator:
     def bind(self, params: Sequence[str], args: Args) -> dict[str, Value]:
         """Arguments by parameter name, keywords and positionals in order. A tensor-list
         parameter given tensors one by one (`torch.einsum(eq, a, b)`) takes them all."""
-        bound = {name: value for name, value in zip(params, args.positional)}
+        bound = {name: value for name, value in zip(params, args.positional, strict=False)}
         if "tensors" in params:
             index = list(params).index("tensors")
             if index < len(args.positional) and is_tensor(args.positional[index]):
                 bound["tensors"] = Val(items=tuple(args.positional[index:]))
-                for name in params[index + 1:]:
+                for name in params[index + 1 :]:
                     bound.pop(name, None)
         for name, value in args.keywords.items():
             if name in params:
@@ -918,7 +1222,7 @@ class CallEvaluator:
 
     def argument_texts(self, params: Sequence[str], args: Args) -> dict[str, str]:
         texts = {}
-        for name, expr in zip(params, args.positional_exprs):
+        for name, expr in zip(params, args.positional_exprs, strict=False):
             if expr is not None:
                 texts[name] = self.i.ctx.code_of(expr)
         for name, expr in args.keyword_exprs.items():
@@ -941,7 +1245,11 @@ def _named(params: Params) -> Val:
 
 
 def _same_self(bound: Value, state: State) -> bool:
-    return bound is state.env.get("self") or (isinstance(bound, Module) and isinstance(state.env.get("self"), Module) and bound.instance is state.env["self"].instance)  # type: ignore[union-attr]
+    return bound is state.env.get("self") or (
+        isinstance(bound, Module)
+        and isinstance(state.env.get("self"), Module)
+        and bound.instance is state.env["self"].instance
+    )  # type: ignore[union-attr]
 
 
 def _with_graph(value: Value, graph: frozenset[int]) -> Value:
@@ -974,7 +1282,13 @@ def dtype_name(expr: cst.BaseExpression) -> str | None:
     if name is None or not name.startswith(("torch.", "th.")):
         return None
     short = name.rsplit(".", 1)[-1]
-    return {"float": "float32", "half": "float16", "double": "float64"}.get(short, short) if short[:1].islower() and any(c.isdigit() for c in short) or short in ("float", "half", "double", "bfloat16", "long", "int", "bool") else None
+    return (
+        {"float": "float32", "half": "float16", "double": "float64"}.get(short, short)
+        if short[:1].islower()
+        and any(c.isdigit() for c in short)
+        or short in ("float", "half", "double", "bfloat16", "long", "int", "bool")
+        else None
+    )
 
 
 def _range(args: Args) -> Value:

@@ -32,7 +32,7 @@ class Assumption:
     def key(self) -> tuple[str, str]:
         return (self.subject, self.test)
 
-    def negated(self) -> "Assumption":
+    def negated(self) -> Assumption:
         with_default = self.default is not None and not self.against_default
         return Assumption(self.subject, self.test, not self.holds, self.default, with_default)
 

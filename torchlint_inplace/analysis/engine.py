@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TypeVar
 
 import libcst as cst
 
@@ -69,6 +70,7 @@ MAX_CONTEXTS = 8
 # followed once (a recursive walk over a known structure), then its result is not known.
 MAX_RECURSION = 1
 _WORD = re.compile(r"\w+")
+T = TypeVar("T")
 
 
 class Engine:
@@ -132,7 +134,13 @@ class Engine:
             return Namespace(qualname)
         short = qualname.rsplit(".", 1)[-1]
         namespace = qualname[: -len(short) - 1]
-        if qualname in ("torch.nn.Parameter", "torch.Tensor", "functools.partial", "types.SimpleNamespace", "argparse.Namespace"):
+        if qualname in (
+            "torch.nn.Parameter",
+            "torch.Tensor",
+            "functools.partial",
+            "types.SimpleNamespace",
+            "argparse.Namespace",
+        ):
             return Klass(short, qualname)
         if namespace in ("torch.nn", "torch.optim") and short[:1].isupper():
             return Klass(short, qualname)
@@ -156,7 +164,9 @@ class Engine:
         key = ("class attribute", id(info), key_of(info.path), attr)
         if key not in self.project.memo:
             owners = self.mro(info)
-            self.project.remember(key, self.class_attribute(owners, attr), frozenset(key_of(owner.path) for owner in owners))
+            self.project.remember(
+                key, self.class_attribute(owners, attr), frozenset(key_of(owner.path) for owner in owners)
+            )
         return self.project.memo[key]  # type: ignore[return-value]
 
     def class_attribute(self, owners: list[ClassInfo], attr: str) -> Value:
@@ -165,10 +175,14 @@ class Engine:
             for statement in owner.node.body.body if isinstance(owner.node.body, cst.IndentedBlock) else ():
                 if isinstance(statement, cst.SimpleStatementLine):
                     for small in statement.body:
-                        if isinstance(small, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == attr for t in small.targets):
+                        if isinstance(small, cst.Assign) and any(
+                            isinstance(t.target, cst.Name) and t.target.value == attr for t in small.targets
+                        ):
                             ctx = self.project.class_file(owner)
                             if ctx is not None:
-                                return FunctionInterpreter(self, ctx, constructing=True, depth=MAX_CALL_DEPTH - 2).eval(small.value, State())
+                                return FunctionInterpreter(self, ctx, constructing=True, depth=MAX_CALL_DEPTH - 2).eval(
+                                    small.value, State()
+                                )
         return NOT_TENSOR
 
     def mro(self, info: ClassInfo) -> list[ClassInfo]:
@@ -210,7 +224,7 @@ class Engine:
         """The torch.nn class a project class builds on, through its project bases."""
         for owner in self.mro(info):
             for base in owner.torch_bases():
-                kind = base[len("torch.nn."):]
+                kind = base[len("torch.nn.") :]
                 if kind != "Module":
                     return kind
         return None
@@ -249,7 +263,9 @@ class Engine:
 
     # ----------------------------------------------------------------- runs
 
-    def run(self, interp, ref: FunctionRef, args: Args, bound: Value | None, state: State, call_site: bool = True) -> tuple[Summary, Binding] | None:
+    def run(
+        self, interp, ref: FunctionRef, args: Args, bound: Value | None, state: State, call_site: bool = True
+    ) -> tuple[Summary, Binding] | None:
         if interp.depth >= MAX_CALL_DEPTH:
             return None
         ctx = interp.ctx if key_of(ref.path) == key_of(interp.ctx.path) else self.project.file(Path(ref.path))
@@ -267,16 +283,28 @@ class Engine:
         instance = bound.instance if isinstance(bound, Module) else None
         key = None
         if not constructing:
-            key = ("run", key_of(ref.path), id(ref.node), id(instance) if instance is not None else None, _abstract_all(binding.values), interp.grad_enabled, frozenset(state.hooked))
+            key = (
+                "run",
+                key_of(ref.path),
+                id(ref.node),
+                id(instance) if instance is not None else None,
+                _abstract_all(binding.values),
+                interp.grad_enabled,
+                frozenset(state.hooked),
+            )
             known = self.project.memo.get(key)
             if known is not None:
                 return known, binding  # type: ignore[return-value]
         if self._active.get(id(ref.node), 0) > MAX_RECURSION:
             return None  # `unwrap(model.module)` recursing on unknown attributes: each level is a new context
-        self_env = {name: value for name, value in state.env.items() if name.startswith("self.")} if constructing else {}
+        self_env = (
+            {name: value for name, value in state.env.items() if name.startswith("self.")} if constructing else {}
+        )
         self._active[id(ref.node)] = self._active.get(id(ref.node), 0) + 1
         try:
-            summary = self.execute(ctx, ref, binding, instance, constructing, interp.depth + 1, interp.grad_enabled, self_env, state.hooked)
+            summary = self.execute(
+                ctx, ref, binding, instance, constructing, interp.depth + 1, interp.grad_enabled, self_env, state.hooked
+            )
         finally:
             self._active[id(ref.node)] -= 1
         if key is not None:
@@ -312,8 +340,16 @@ class Engine:
         return value
 
     def execute(
-        self, ctx: FileContext, ref: FunctionRef, binding: Binding, instance: Instance | None, constructing: bool,
-        depth: int, grad_enabled: bool, self_env: dict[str, Value], hooked: frozenset[int],
+        self,
+        ctx: FileContext,
+        ref: FunctionRef,
+        binding: Binding,
+        instance: Instance | None,
+        constructing: bool,
+        depth: int,
+        grad_enabled: bool,
+        self_env: dict[str, Value],
+        hooked: frozenset[int],
     ) -> Summary:
         params = {name: _fresh(value) for name, value in binding.values.items()}
         recorder = SummaryRecorder(params)
@@ -329,7 +365,9 @@ class Engine:
         summary.mutations = child.mutations()
         summary.children = child.children
         summary.files = frozenset({key_of(ref.path)}).union(*(c.files for c in child.children))
-        summary.builds_inplace = _builds_inplace(child.returned) or any(_builds_inplace(v) for v in summary.self_updates.values())
+        summary.builds_inplace = _builds_inplace(child.returned) or any(
+            _builds_inplace(v) for v in summary.self_updates.values()
+        )
         return summary
 
     def similar(self, info: ClassInfo, coarse: tuple) -> Instance | None:
@@ -377,14 +415,34 @@ class Engine:
         kind = None
         if instance.container is not None and self.method_of(info, "forward") is None:
             kind = instance.container.kind
-        return Module(kind, info.name, items=instance.container.items if kind is not None else None, instance=instance, params=instance.params, origin=call)
+        return Module(
+            kind,
+            info.name,
+            items=instance.container.items if kind is not None else None,
+            instance=instance,
+            params=instance.params,
+            origin=call,
+        )
 
-    def build(self, interp, info: ClassInfo, init: FunctionRef | None, binding: Binding, call: cst.Call | None, args: Args, state: State) -> Instance:
+    def build(
+        self,
+        interp,
+        info: ClassInfo,
+        init: FunctionRef | None,
+        binding: Binding,
+        call: cst.Call | None,
+        args: Args,
+        state: State,
+    ) -> Instance:
         instance = Instance(info, label=info.name)
         base = self.torch_base(info)
         if init is None:
             if base is not None:
-                instance.container = interp.calls.modules.construct(base, call, args, state) if base in _CONTAINER_BASES or base in interp.facts.module_saves else None
+                instance.container = (
+                    interp.calls.modules.construct(base, call, args, state)
+                    if base in _CONTAINER_BASES or base in interp.facts.module_saves
+                    else None
+                )
             return instance
         self_value = Module(None, info.name, instance=instance, params=fresh_storage())
         ctx = self.project.file(Path(init.path)) or interp.ctx
@@ -409,19 +467,28 @@ class Engine:
         zoo's other entries (a hundred factory functions of its own) cannot add a finding there."""
         found: list[Mutation] = []
         top = FunctionInterpreter(self, ctx)
-        statements = [statement for statement in ctx.module.body if not isinstance(statement, (cst.FunctionDef, cst.ClassDef))]
-        if _guarded(lambda: top.run_statements(statements)):
+        statements = [
+            statement for statement in ctx.module.body if not isinstance(statement, (cst.FunctionDef, cst.ClassDef))
+        ]
+        if _guarded(top.run_statements, statements) is not None:
             found.extend(top.mutations())
         self.reached.extend(top.children)
         wanted = _mentioning(ctx, reaching) if reaching is not None else None
         for info in reversed(list(ctx.class_nodes.values())):
             if info.is_autograd_function or (wanted is not None and not wanted(info.node)):
                 continue
-            forward = next((ref for name in ("forward", "__call__") if (ref := self.method_of(info, name)) is not None and key_of(ref.path) == key_of(ctx.path)), None)
+            forward = next(
+                (
+                    ref
+                    for name in ("forward", "__call__")
+                    if (ref := self.method_of(info, name)) is not None and key_of(ref.path) == key_of(ctx.path)
+                ),
+                None,
+            )
             if forward is not None and id(info) not in self.built:
-                _guarded(lambda: self.reached.extend(self.entry_run(ctx, forward, self.entry_instance(ctx, info))))
+                self.reached.extend(_guarded(self.forward_entry, ctx, forward, info) or [])
             elif forward is None and self.is_module(info):
-                _guarded(lambda: self.run_picked_forward(ctx, info))
+                _guarded(self.run_picked_forward, ctx, info)
         ran = _nodes(self.reached) | _nodes([summary for _, summary in self.picked])
         called = _called_by_siblings(ctx)
         for node, cls in sorted(ctx.bodies, key=lambda body: id(body[0]) in called):
@@ -432,18 +499,27 @@ class Engine:
             if id(node) in ran or (wanted is not None and not wanted(node)):
                 continue
             ref = FunctionRef(ctx.path, node, cls)
-            runs: list[Summary] = []
-            _guarded(lambda: runs.extend(self.entry_run(ctx, ref, self.method_receiver(ctx, cls, node))))
+            runs = _guarded(self.entry_run, ctx, ref, self.method_receiver(ctx, cls, node)) or []
             if id(node) in called:
-                self.picked.extend((frozenset({Assumption(REACHED, node.name.value, True, against_default=True)}), run) for run in runs)
+                self.picked.extend(
+                    (frozenset({Assumption(REACHED, node.name.value, True, against_default=True)}), run) for run in runs
+                )
             else:
                 self.reached.extend(runs)
             ran |= _nodes(runs)
         for summary in _all(self.reached):
             found.extend(summary.mutations)
         for condition, picked in self.picked:
-            found.extend(replace(mutation, condition=mutation.condition | condition) for summary in _all([picked]) for mutation in summary.mutations)
+            found.extend(
+                replace(mutation, condition=mutation.condition | condition)
+                for summary in _all([picked])
+                for mutation in summary.mutations
+            )
         return found
+
+    def forward_entry(self, ctx: FileContext, forward: FunctionRef, info: ClassInfo) -> list[Summary]:
+        """The `forward` of a class nobody in the file builds, on the instance its defaults build."""
+        return self.entry_run(ctx, forward, self.entry_instance(ctx, info))
 
     def run_picked_forward(self, ctx: FileContext, info: ClassInfo) -> None:
         """A module whose `__init__` picks its forward by configuration (timm's `Partial_conv3`:
@@ -462,7 +538,12 @@ class Engine:
         here = key_of(ctx.path)
         return any(
             summary.path == here
-            and (summary.writes_arguments or summary.builds_inplace or summary.blind or any(not m.certain for m in summary.mutations))
+            and (
+                summary.writes_arguments
+                or summary.builds_inplace
+                or summary.blind
+                or any(not m.certain for m in summary.mutations)
+            )
             for summary in _all(self.reached)
         )
 
@@ -481,7 +562,9 @@ class Engine:
     def entry_run(self, ctx: FileContext, ref: FunctionRef, bound: Value | None) -> list[Summary]:
         interp = FunctionInterpreter(self, ctx)
         args = Args(keywords=self.entry_arguments(ctx, ref))
-        run = self.run(interp, ref, args, bound, State(), call_site=False)  # nobody known calls it: its options stay open
+        run = self.run(
+            interp, ref, args, bound, State(), call_site=False
+        )  # nobody known calls it: its options stay open
         return [run[0]] if run is not None else []
 
     def entry_arguments(self, ctx: FileContext, ref: FunctionRef) -> dict[str, Value]:
@@ -504,9 +587,19 @@ class Engine:
                 values[name] = Val(items=(Val(fresh_storage(), grad, origin=node),))
             elif name in tensors:
                 values[name] = Val(fresh_storage(), tensors[name], origin=node)
-            elif entry and _defaults_to_none(param) and annotation_text(param) in ("", "Optional[Tensor]", "Optional[torch.Tensor]", "Tensor|None", "torch.Tensor|None"):
+            elif (
+                entry
+                and _defaults_to_none(param)
+                and annotation_text(param)
+                in ("", "Optional[Tensor]", "Optional[torch.Tensor]", "Tensor|None", "torch.Tensor|None")
+            ):
                 given = Assumption(f"{name}", "is None", False)
-                values[name] = Choice(((frozenset({given.negated()}), Const(None)), (frozenset({given}), Val(fresh_storage(), Grad.MAYBE, origin=node))))
+                values[name] = Choice(
+                    (
+                        (frozenset({given.negated()}), Const(None)),
+                        (frozenset({given}), Val(fresh_storage(), Grad.MAYBE, origin=node)),
+                    )
+                )
             else:
                 continue  # its default, or a configuration value nobody passed
         return values
@@ -544,13 +637,13 @@ def _nodes(summaries: list[Summary]) -> set[int]:
     return {id(summary.node) for summary in _all(summaries) if summary.node is not None}
 
 
-def _guarded(run: Callable[[], object]) -> bool:
-    """Run one entry point; a pathologically deep expression costs that entry its findings only."""
+def _guarded(run: Callable[..., T], *args: object) -> T | None:
+    """Runs one entry point (None if it could not): a pathologically deep expression costs that
+    entry its findings only."""
     try:
-        run()
+        return run(*args)
     except RecursionError:
-        return False
-    return True
+        return None
 
 
 def _all(summaries: list[Summary]) -> list[Summary]:
@@ -571,9 +664,19 @@ def _fresh(value: Value) -> Value:
     if isinstance(value, Val):
         items = tuple(_fresh(item) for item in value.items) if value.items is not None else None
         storages = fresh_storage() if value.is_tensor else frozenset()
-        return replace(value, storages=storages, items=items, graph=frozenset(), cell=fresh_id() if value.cell is not None else None)
+        return replace(
+            value,
+            storages=storages,
+            items=items,
+            graph=frozenset(),
+            cell=fresh_id() if value.cell is not None else None,
+        )
     if isinstance(value, DictVal):
-        return DictVal(tuple((key, _fresh(item)) for key, item in value.entries), _fresh(value.rest) if value.rest is not None else None, fresh_id() if value.cell is not None else None)
+        return DictVal(
+            tuple((key, _fresh(item)) for key, item in value.entries),
+            _fresh(value.rest) if value.rest is not None else None,
+            fresh_id() if value.cell is not None else None,
+        )
     if isinstance(value, Choice):
         return Choice(tuple((condition, _fresh(option)) for condition, option in value.options))
     return value
@@ -585,10 +688,26 @@ def _abstract(value: Value, coarse: bool = False) -> object:
     if isinstance(value, Val):
         items = tuple(_abstract(item, coarse) for item in value.items) if value.items is not None else None
         if value.is_tensor:
-            return ("T", value.grad, value.hidden, value.multi_view, value.hooked, value.inference, value.dtype, value.fresh_buffer, value.strided, value.opaque, items)
+            return (
+                "T",
+                value.grad,
+                value.hidden,
+                value.multi_view,
+                value.hooked,
+                value.inference,
+                value.dtype,
+                value.fresh_buffer,
+                value.strided,
+                value.opaque,
+                items,
+            )
         return ("L", items, value.cell is not None)
     if isinstance(value, DictVal):
-        return ("D", tuple((key, _abstract(item, coarse)) for key, item in value.entries), _abstract(value.rest, coarse) if value.rest is not None else None)
+        return (
+            "D",
+            tuple((key, _abstract(item, coarse)) for key, item in value.entries),
+            _abstract(value.rest, coarse) if value.rest is not None else None,
+        )
     if isinstance(value, Choice):
         return ("X", tuple((condition, _abstract(option, coarse)) for condition, option in value.options))
     if isinstance(value, Const) and coarse and type(value.value) in (int, float):
@@ -609,8 +728,10 @@ def _abstract_all(values: dict[str, Value], coarse: bool = False) -> tuple:
 def _builds_inplace(value: Value | None) -> bool:
     if value is None:
         return False
-    for option in ([collapse(value)] if not isinstance(value, Choice) else [o for _, o in value.options]):
-        if isinstance(option, Module) and (option.writes is not None or any(_builds_inplace(item) for item in option.items or ())):
+    for option in [collapse(value)] if not isinstance(value, Choice) else [o for _, o in value.options]:
+        if isinstance(option, Module) and (
+            option.writes is not None or any(_builds_inplace(item) for item in option.items or ())
+        ):
             return True
         if isinstance(option, Val) and option.items is not None and any(_builds_inplace(item) for item in option.items):
             return True
@@ -622,7 +743,10 @@ def _is_static(node: cst.FunctionDef) -> bool:
 
 
 def _is_property(node: cst.FunctionDef) -> bool:
-    return any(dotted(decorator.decorator) in ("property", "cached_property", "functools.cached_property") for decorator in node.decorators)
+    return any(
+        dotted(decorator.decorator) in ("property", "cached_property", "functools.cached_property")
+        for decorator in node.decorators
+    )
 
 
 def _defaults_to_none(param: cst.Param) -> bool:

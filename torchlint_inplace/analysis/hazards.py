@@ -41,7 +41,10 @@ class Hazard:
 
 
 def _save_notes(path: str, records: Sequence[SaveRecord], span_of: SpanOf) -> tuple[Related, ...]:
-    return tuple(Related(path, span_of(record.node), f"`{record.op}` saved {_saved_thing(record)} for backward here") for record in records)
+    return tuple(
+        Related(path, span_of(record.node), f"`{record.op}` saved {_saved_thing(record)} for backward here")
+        for record in records
+    )
 
 
 def _saved_thing(record: SaveRecord) -> str:
@@ -56,12 +59,21 @@ def _whom(record: SaveRecord, target: str) -> str:
     return f"`{record.what}` (an alias of it)"
 
 
-def saved_reason(path: str, target: str, records: Sequence[SaveRecord], written_at: object | None, span_of: SpanOf, cloned: bool = False) -> Reason:
+def saved_reason(
+    path: str,
+    target: str,
+    records: Sequence[SaveRecord],
+    written_at: object | None,
+    span_of: SpanOf,
+    cloned: bool = False,
+) -> Reason:
     """`written_at`: the write's node when it is in the file of the saves, where loop order means
     something. `cloned`: the written tensor is itself a `.clone()`, so advising another is wrong."""
     first = records[0]
     saved_at = span_of(first.node)
-    earlier = "in an earlier loop iteration " if written_at is not None and saved_at.start >= span_of(written_at).end else ""
+    earlier = (
+        "in an earlier loop iteration " if written_at is not None and saved_at.start >= span_of(written_at).end else ""
+    )
     if cloned:
         advice = f"`{target}` is already a clone, and `{first.op}` saved {_saved_thing(first)}, a view of that clone: build the result out of place instead (e.g. `torch.cat`)"
     else:
@@ -89,7 +101,9 @@ def hidden_reason(path: str, how: str, records: Sequence[SaveRecord], span_of: S
             f"backward() will raise '{BACKWARD_ERROR}'"
         )
         consequence = RAISES_AT_BACKWARD
-    return Reason(reason, consequence, _save_notes(path, records, span_of), "write into a `.clone()`, or do it after backward()")
+    return Reason(
+        reason, consequence, _save_notes(path, records, span_of), "write into a `.clone()`, or do it after backward()"
+    )
 
 
 Located = tuple[str, Span] | None  # a node's file and span, when its file is still known
@@ -114,7 +128,12 @@ def _at(found: Located, path: str) -> str:
 
 def leaf_reason(path: str, found: Located) -> Reason:
     if found is None:
-        return Reason(f"it is a leaf tensor that requires grad (a parameter, or made with requires_grad=True); this raises at once: '{LEAF_ERROR}'", RAISES_NOW_LEAF, (), "wrap the write in `with torch.no_grad():`")
+        return Reason(
+            f"it is a leaf tensor that requires grad (a parameter, or made with requires_grad=True); this raises at once: '{LEAF_ERROR}'",
+            RAISES_NOW_LEAF,
+            (),
+            "wrap the write in `with torch.no_grad():`",
+        )
     return Reason(
         f"it is a leaf tensor that requires grad (created at {_at(found, path)}); this raises at once: '{LEAF_ERROR}'",
         RAISES_NOW_LEAF,

@@ -77,7 +77,6 @@ class Imports:
         for prefix, replacement in _CANONICAL_PREFIXES:
             if full.startswith(prefix):
                 # torch.nn.modules.activation.ReLU -> torch.nn.ReLU
-                tail = full[len(prefix):]
+                tail = full[len(prefix) :]
                 full = replacement + (tail.rsplit(".", 1)[-1] if prefix == "torch.nn.modules." else tail)
         return full
-

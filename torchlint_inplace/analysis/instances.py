@@ -22,11 +22,11 @@ if TYPE_CHECKING:
 class Instance:
     """Compared by identity: two sites with the same arguments share one (it is memoised)."""
 
-    cls: "ClassInfo"
+    cls: ClassInfo
     attrs: dict[str, Value] = field(default_factory=dict)
     # A subclass of a torch container built with items (`super().__init__(*layers)`).
     container: Module | None = None
-    built: "Summary | None" = None  # the run of `__init__`: its findings and the runs it reached
+    built: Summary | None = None  # the run of `__init__`: its findings and the runs it reached
     label: str = ""
 
     def attr(self, name: str) -> Value | None:
@@ -97,7 +97,9 @@ def patched(value: Value, patches: dict[int, Module]) -> Value:
         if value.instance is not None:
             attrs = {name: patched(attr, patches) for name, attr in value.instance.attrs.items()}
             if any(attrs[name] is not attr for name, attr in value.instance.attrs.items()):
-                instance = Instance(value.instance.cls, attrs, value.instance.container, value.instance.built, value.instance.label)
+                instance = Instance(
+                    value.instance.cls, attrs, value.instance.container, value.instance.built, value.instance.label
+                )
                 value = replace(value, instance=instance, ident=fresh_id())
         return value
     if isinstance(value, Val) and value.items is not None and not reachable(value):

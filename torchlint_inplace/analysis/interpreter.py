@@ -38,13 +38,22 @@ from .hazards import (
     stale_reason,
 )
 from .imports import dotted
-from .instances import Instance, patched
+from .instances import Instance
 from .model import Form, Mutation
 from .project import FileContext
 from .protocols import Engine
 from .state import PendingWrite, SaveRecord, Site, State, merge_states
 from .summaries import SummaryRecorder
-from .syntax import evaluated_literal, is_self, keyword_of, literal, names_in, never_tensor_operand, operand_exprs, string_index
+from .syntax import (
+    evaluated_literal,
+    is_self,
+    keyword_of,
+    literal,
+    names_in,
+    never_tensor_operand,
+    operand_exprs,
+    string_index,
+)
 from .values import (
     NOT_TENSOR,
     Choice,
@@ -62,8 +71,8 @@ from .values import (
     fresh_id,
     fresh_storage,
     grad_of,
-    in_round,
     graph_of,
+    in_round,
     is_tensor,
     item_of,
     merge_all,
@@ -74,7 +83,7 @@ from .values import (
     reachable,
     tensors_in,
 )
-from .vocabulary import AUTOCAST, GRAD_OFF, GRAD_ON, INFERENCE_MODE, METADATA_ATTRIBUTES, NON_CONTIGUOUS_VIEWS, SET_GRAD
+from .vocabulary import AUTOCAST, GRAD_OFF, GRAD_ON, INFERENCE_MODE, METADATA_ATTRIBUTES, SET_GRAD
 
 _BINARY_OPS = {
     cst.Multiply: ("mul", "*"),
@@ -177,11 +186,18 @@ class FunctionInterpreter:
         params = env if params is None else params
         node = func.node
         state = State(env=dict(env), hooked=self.hooked)
-        self.param_storages = frozenset().union(*(reachable(value) for value in params.values())) if params else frozenset()
+        self.param_storages = (
+            frozenset().union(*(reachable(value) for value in params.values())) if params else frozenset()
+        )
         self.param_names = set(params)
         # What the caller's tensors already were (a leaf, a view torch forbids writing): a write
         # into one is the caller's finding (TIP007, applied at the call), not this run's.
-        self.inherited = {storage: _refusal(tensor) for value in params.values() for tensor in tensors_in(value) for storage in tensor.storages}
+        self.inherited = {
+            storage: _refusal(tensor)
+            for value in params.values()
+            for tensor in tensors_in(value)
+            for storage in tensor.storages
+        }
         # What the caller can see: the arguments, and the elements of a `list[Tensor]` argument
         # (an optimizer's states): rebinding a name that holds one of them is not a safe fix.
         self.caller_storages = self.param_storages
@@ -197,7 +213,9 @@ class FunctionInterpreter:
             self.recorder.on_saves(final.saves, reachable(self.returned) if self.returned is not None else frozenset())
         if not final.dead:
             self.escaped |= final.escaped
-        self.escaped |= frozenset().union(*(graph_of(final.env.get(name)) for name in params)) if params else frozenset()
+        self.escaped |= (
+            frozenset().union(*(graph_of(final.env.get(name)) for name in params)) if params else frozenset()
+        )
         self.final = final
         return final
 
@@ -387,7 +405,12 @@ class FunctionInterpreter:
 
     def counts_up(self, iterable: cst.BaseExpression, state: State) -> bool:
         """`range(n)` with a known positive count runs at least once."""
-        if not (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "range" and len(iterable.args) == 1):
+        if not (
+            isinstance(iterable, cst.Call)
+            and isinstance(iterable.func, cst.Name)
+            and iterable.func.value == "range"
+            and len(iterable.args) == 1
+        ):
             return False
         count = self.peek(iterable.args[0].value, state)
         return isinstance(count, Const) and isinstance(count.value, int) and count.value > 0
@@ -415,7 +438,9 @@ class FunctionInterpreter:
     def exec_try(self, node: cst.Try | cst.TryStar, state: State) -> State:
         before = state.copy()
         after_body = self.exec_block(node.body, state)
-        outcomes = [self.exec_block(handler.body, merge_states([before, after_body.copy()])) for handler in node.handlers]
+        outcomes = [
+            self.exec_block(handler.body, merge_states([before, after_body.copy()])) for handler in node.handlers
+        ]
         if node.orelse is not None:
             after_body = self.exec_block(node.orelse.body, after_body)
         merged = merge_states([after_body, *outcomes])
@@ -435,7 +460,11 @@ class FunctionInterpreter:
         if never_tensor_operand(node.value):  # `layers += [block]`: a list grows, no tensor is written
             if not isinstance(target, cst.Subscript):
                 current = self.peek(target, state)
-                grown = self.calls.extended(current, operand) if isinstance(collapse(current), Val) and collapse(current).items is not None else NOT_TENSOR
+                grown = (
+                    self.calls.extended(current, operand)
+                    if isinstance(collapse(current), Val) and collapse(current).items is not None
+                    else NOT_TENSOR
+                )
                 self.assign(target, grown, state, node)
             return
         if isinstance(target, cst.Subscript):
@@ -443,25 +472,70 @@ class FunctionInterpreter:
             if is_tensor(base) and not string_index(target):
                 view = self.eval_subscript(target, state)
                 action = f"`{self.ctx.code_of(target)} {symbol} ...` writes into"
-                self.inplace_op(Form.INDEX_ASSIGN, node, target.value, collapse(base), state, action, op, symbol, {"other": operand}, view)
+                self.inplace_op(
+                    Form.INDEX_ASSIGN,
+                    node,
+                    target.value,
+                    collapse(base),
+                    state,
+                    action,
+                    op,
+                    symbol,
+                    {"other": operand},
+                    view,
+                )
                 return
             element = self.eval_subscript(target, state)  # `items[i] += x`: the element tensor, in place
             if is_tensor(element):
-                self.inplace_op(Form.AUG_ASSIGN, node, target, collapse(element), state, f"`{self.ctx.code_of(target)} {symbol} ...` modifies", op, symbol, {"other": operand})
+                self.inplace_op(
+                    Form.AUG_ASSIGN,
+                    node,
+                    target,
+                    collapse(element),
+                    state,
+                    f"`{self.ctx.code_of(target)} {symbol} ...` modifies",
+                    op,
+                    symbol,
+                    {"other": operand},
+                )
             else:
                 self.store_item(target, self.combine(element, operand, node.operator, node), state, node)
             return
         current = self.eval(target, state)
         if not is_tensor(current):
             # Python numbers, lists, ...: `n += 1` rebinds, nothing is written in place.
-            value = self.new_tensor([operand]) if is_tensor(operand) else self.combine(current, operand, node.operator, node)
+            value = (
+                self.new_tensor([operand])
+                if is_tensor(operand)
+                else self.combine(current, operand, node.operator, node)
+            )
             self.assign(target, value, state, node)
             return
-        self.inplace_op(Form.AUG_ASSIGN, node, target, collapse(current), state, f"`{self.ctx.code_of(target)} {symbol} ...` modifies", op, symbol, {"other": operand})
+        self.inplace_op(
+            Form.AUG_ASSIGN,
+            node,
+            target,
+            collapse(current),
+            state,
+            f"`{self.ctx.code_of(target)} {symbol} ...` modifies",
+            op,
+            symbol,
+            {"other": operand},
+        )
 
     def inplace_op(
-        self, form: Form, node: cst.CSTNode, target_expr: cst.CSTNode, target: Val, state: State, action: str,
-        op: str | None, label: str, others: dict[str, Value], written: Value | None = None, chain: cst.CSTNode | None = None,
+        self,
+        form: Form,
+        node: cst.CSTNode,
+        target_expr: cst.CSTNode,
+        target: Val,
+        state: State,
+        action: str,
+        op: str | None,
+        label: str,
+        others: dict[str, Value],
+        written: Value | None = None,
+        chain: cst.CSTNode | None = None,
     ) -> None:
         """An in-place op: it saves its operands before it writes (so `x *= x[:, :1]` breaks
         itself) and, like its out-of-place twin, its result after."""
@@ -470,31 +544,48 @@ class FunctionInterpreter:
         texts = {name: self.ctx.code_of(expr) for name, expr in operand_exprs(node).items()}
         graph = graph_of(Val(items=tuple(others.values())))
         if op is not None:
-            graph |= self.record_op(op, label, bound, target, node, state, texts, only=lambda saved: saved not in ("self", "result")).graph
+            graph |= self.record_op(
+                op, label, bound, target, node, state, texts, only=lambda saved: saved not in ("self", "result")
+            ).graph
         operand = others.get("other")
         overlap = None
-        if is_tensor(operand) and operand is not target and collapse(operand).storages & target.storages and not isinstance(target_expr, cst.Subscript):
+        if (
+            is_tensor(operand)
+            and operand is not target
+            and collapse(operand).storages & target.storages
+            and not isinstance(target_expr, cst.Subscript)
+        ):
             operand_expr = operand_exprs(node).get("other")
             if operand_expr is not None and self.is_view_expression(operand_expr) and written is None:
                 line = self.ctx.span_of(node).start.line
                 overlap = overlap_reason(self.ctx.code_of(operand_expr), self.ctx.code_of(target_expr), line)
         self.write(form, node, target_expr, target, state, action, overlap=overlap, chain=chain)
         if op is not None:
-            graph |= self.record_op(op, label, bound, target, node, state, {}, only=lambda saved: saved == "result").graph
-        if graph - target.graph or (target.grad is Grad.NO and any(grad_of(value) > Grad.NO for value in others.values())):
+            graph |= self.record_op(
+                op, label, bound, target, node, state, {}, only=lambda saved: saved == "result"
+            ).graph
+        if graph - target.graph or (
+            target.grad is Grad.NO and any(grad_of(value) > Grad.NO for value in others.values())
+        ):
             self.regraph(target, graph, state)
 
     def regraph(self, target: Val, graph: frozenset[int], state: State) -> None:
         """After an in-place op the written tensor's value depends on its operands too: it is
         in their graph, and requires grad if it did not (`buffer[i] = x * w`)."""
         for name, value in list(state.env.items()):
-            if isinstance(value, Val) and value.storages & target.storages and (not value.graph >= graph or value.grad is Grad.NO):
+            if (
+                isinstance(value, Val)
+                and value.storages & target.storages
+                and (not value.graph >= graph or value.grad is Grad.NO)
+            ):
                 grad = Grad.MAYBE if value.grad is Grad.NO and self.grad_enabled else value.grad
                 state.env[name] = replace(value, graph=value.graph | graph, grad=grad, fresh_buffer=False)
 
     def combine(self, left: Value, right: Value, op: cst.BaseBinaryOp | cst.BaseAugOp, node: cst.CSTNode) -> Value:
         """Python arithmetic on configuration values: constants compute, unknowns stay symbolic."""
-        binary = getattr(cst, type(op).__name__.replace("Assign", ""), None) if isinstance(op, cst.BaseAugOp) else type(op)
+        binary = (
+            getattr(cst, type(op).__name__.replace("Assign", ""), None) if isinstance(op, cst.BaseAugOp) else type(op)
+        )
         function = _PYTHON_BINARY.get(binary) if binary is not None else None
         left, right = collapse(left), collapse(right)
         if function is None:
@@ -532,13 +623,24 @@ class FunctionInterpreter:
             base = self.eval(target.value, state)
             self.eval_slices(target, state)
             if is_tensor(base) and not string_index(target):
-                self.write(Form.INDEX_ASSIGN, statement, target.value, collapse(base), state, f"`{self.ctx.code_of(target)} = ...` writes into")
+                self.write(
+                    Form.INDEX_ASSIGN,
+                    statement,
+                    target.value,
+                    collapse(base),
+                    state,
+                    f"`{self.ctx.code_of(target)} = ...` writes into",
+                )
                 if graph_of(value) or grad_of(value) > Grad.NO:
                     self.regraph(collapse(base), graph_of(value), state)  # type: ignore[arg-type]
                 return
             self.store_item(target, value, state, statement)
             return
-        if isinstance(target, cst.Attribute) and target.attr.value == "requires_grad" and is_tensor(self.peek(target.value, state)):
+        if (
+            isinstance(target, cst.Attribute)
+            and target.attr.value == "requires_grad"
+            and is_tensor(self.peek(target.value, state))
+        ):
             owner_name = dotted(target.value)
             if owner_name is not None and _truth(collapse(value)) is not None:
                 # `tensor.requires_grad = True`: a leaf that requires grad from here on.
@@ -562,7 +664,15 @@ class FunctionInterpreter:
             for key in [key for key in state.env if key.startswith(prefix)]:
                 del state.env[key]
 
-    def patch_module(self, owner_expr: cst.BaseExpression, owner: Value, attr: str, value: Value, statement: cst.CSTNode, state: State) -> None:
+    def patch_module(
+        self,
+        owner_expr: cst.BaseExpression,
+        owner: Value,
+        attr: str,
+        value: Value,
+        statement: cst.CSTNode,
+        state: State,
+    ) -> None:
         """`m.inplace = True` on modules reached through an alias (`for m in self.modules()`):
         every module the alias may be is rewritten where it is held."""
         rebuilt = []
@@ -583,7 +693,11 @@ class FunctionInterpreter:
         index = target.slice[0].slice if len(target.slice) == 1 else None
         key = self.peek(index.value, state) if isinstance(index, cst.Index) else None
         if isinstance(container, DictVal):
-            updated: Value = container.set(key.value, value) if isinstance(key, Const) else replace(container, rest=merge_values(container.rest, value))
+            updated: Value = (
+                container.set(key.value, value)
+                if isinstance(key, Const)
+                else replace(container, rest=merge_values(container.rest, value))
+            )
         elif isinstance(container, Val) and container.items is not None and not container.is_tensor:
             items = list(container.items)
             if isinstance(key, Const) and isinstance(key.value, int) and -len(items) <= key.value < len(items):
@@ -619,7 +733,9 @@ class FunctionInterpreter:
         if isinstance(test, cst.BooleanOperation):
             left_holds, left_fails = self.branch(test.left, state)
             if isinstance(test.operator, cst.And):
-                right_holds, right_fails = self.branch(test.right, left_holds) if left_holds is not None else (None, None)
+                right_holds, right_fails = (
+                    self.branch(test.right, left_holds) if left_holds is not None else (None, None)
+                )
                 return right_holds, _merged(left_fails, right_fails)
             right_holds, right_fails = self.branch(test.right, left_fails) if left_fails is not None else (None, None)
             return _merged(left_holds, right_holds), right_fails
@@ -638,17 +754,38 @@ class FunctionInterpreter:
             right = self.eval(comparison.comparator, state)
             symbol, compare = _COMPARISONS.get(type(comparison.operator), ("", None))
             if compare is not None:
-                return self.split(test, test.left, left, state, lambda value: _compare(compare, symbol, value, right), _subject_test(symbol, right))
+                return self.split(
+                    test,
+                    test.left,
+                    left,
+                    state,
+                    lambda value: _compare(compare, symbol, value, right),
+                    _subject_test(symbol, right),
+                )
             return state.copy(), state
-        if isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value == "isinstance" and len(test.args) == 2:
+        if (
+            isinstance(test, cst.Call)
+            and isinstance(test.func, cst.Name)
+            and test.func.value == "isinstance"
+            and len(test.args) == 2
+        ):
             subject = self.eval(test.args[0].value, state)
             kinds = self.eval(test.args[1].value, state)
             # `if isinstance(m, nn.ReLU):` — on that side `m` is one of the ReLUs it may be.
-            return self.split(test, test.args[0].value, subject, state, lambda option: self.calls.isinstance_verdict(option, kinds), None)
+            return self.split(
+                test,
+                test.args[0].value,
+                subject,
+                state,
+                lambda option: self.calls.isinstance_verdict(option, kinds),
+                None,
+            )
         value = self.eval(test, state)
         return self.split(test, test, value, state, _truth, ("", True))
 
-    def decide_grad(self, subject: cst.BaseExpression, attribute: str, state: State) -> tuple[State | None, State | None] | None:
+    def decide_grad(
+        self, subject: cst.BaseExpression, attribute: str, state: State
+    ) -> tuple[State | None, State | None] | None:
         """`if x.grad_fn is not None:` / `if x.requires_grad:` on an activation: the code telling
         training from inference. Autograd records for every activation of a run or for none
         (grad mode and the parameters' flags are global), so the side where `x` records nothing
@@ -678,8 +815,13 @@ class FunctionInterpreter:
         return holds, fails
 
     def split(
-        self, test: cst.BaseExpression, subject_expr: cst.BaseExpression, value: Value, state: State,
-        truth: Callable[[Value], bool | None], subject_test: tuple[str, bool] | None,
+        self,
+        test: cst.BaseExpression,
+        subject_expr: cst.BaseExpression,
+        value: Value,
+        state: State,
+        truth: Callable[[Value], bool | None],
+        subject_test: tuple[str, bool] | None,
     ) -> tuple[State | None, State | None]:
         """Decide `truth` of `value` (each option of a `Choice` apart), assume it when not known."""
         options = options_of(value)
@@ -721,7 +863,9 @@ class FunctionInterpreter:
                 return Const(known[0])
         return value
 
-    def refined(self, subject_expr: cst.BaseExpression, options: list[tuple[Condition, Value]], state: State) -> State | None:
+    def refined(
+        self, subject_expr: cst.BaseExpression, options: list[tuple[Condition, Value]], state: State
+    ) -> State | None:
         if not options:
             return None
         refined = state.copy()
@@ -737,7 +881,13 @@ class FunctionInterpreter:
             refined.assume(assumption)
         return refined
 
-    def assumption(self, test: cst.BaseExpression, subject_expr: cst.BaseExpression, value: Value, subject_test: tuple[str, bool] | None) -> Assumption | None:
+    def assumption(
+        self,
+        test: cst.BaseExpression,
+        subject_expr: cst.BaseExpression,
+        value: Value,
+        subject_test: tuple[str, bool] | None,
+    ) -> Assumption | None:
         """What a branch on an unknown assumes: on a configuration value (a `Sym`, with its
         default), or on any other stable expression (`self.training`, `config.use_x`), so that
         testing it again on the same path is answered."""
@@ -782,11 +932,17 @@ class FunctionInterpreter:
         name = dotted(expr) if isinstance(expr, cst.Attribute) else None
         if name is not None and name in state.env:
             return state.env[name]
-        if isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)) or (isinstance(expr, cst.Name)):
+        if isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)) or (
+            isinstance(expr, cst.Name)
+        ):
             return self.eval(expr, state)
         if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
             inner = self.peek(expr.expression, state)
-            return Const(-inner.value) if isinstance(inner, Const) and isinstance(inner.value, (int, float)) else NOT_TENSOR
+            return (
+                Const(-inner.value)
+                if isinstance(inner, Const) and isinstance(inner.value, (int, float))
+                else NOT_TENSOR
+            )
         if isinstance(expr, cst.Attribute):
             return self.eval_attribute(expr, state, read=False)
         if isinstance(expr, (cst.Tuple, cst.List)):
@@ -809,7 +965,11 @@ class FunctionInterpreter:
                 return Const(not verdict) if verdict is not None else NOT_TENSOR
             if is_tensor(operand):
                 return self.new_tensor([operand])
-            if isinstance(operand, Const) and isinstance(operand.value, (int, float)) and isinstance(expr.operator, cst.Minus):
+            if (
+                isinstance(operand, Const)
+                and isinstance(operand.value, (int, float))
+                and isinstance(expr.operator, cst.Minus)
+            ):
                 return Const(-operand.value)
             return NOT_TENSOR
         if isinstance(expr, cst.Subscript):
@@ -818,7 +978,9 @@ class FunctionInterpreter:
             return Const(evaluated_literal(expr.value), origin=expr, origin_path=self.ctx.path)
         if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
             evaluated = evaluated_literal(expr.value) if isinstance(expr, cst.SimpleString) else expr.evaluated_value
-            return Const(evaluated, origin=expr, origin_path=self.ctx.path) if isinstance(evaluated, str) else NOT_TENSOR
+            return (
+                Const(evaluated, origin=expr, origin_path=self.ctx.path) if isinstance(evaluated, str) else NOT_TENSOR
+            )
         if isinstance(expr, cst.Tuple):
             return Val(items=tuple(self.eval_element(element, state) for element in expr.elements))
         if isinstance(expr, cst.List):
@@ -835,7 +997,9 @@ class FunctionInterpreter:
             self.assign(expr.target, value, state, expr)
             return value
         if isinstance(expr, cst.Comparison):
-            operands = [self.eval(expr.left, state)] + [self.eval(target.comparator, state) for target in expr.comparisons]
+            operands = [self.eval(expr.left, state)] + [
+                self.eval(target.comparator, state) for target in expr.comparisons
+            ]
             if any(map(is_tensor, operands)):
                 return self.new_tensor([], grad=Grad.NO)
             if len(operands) == 2:
@@ -871,9 +1035,18 @@ class FunctionInterpreter:
                 text = text + [part.value] if text is not None else None
                 continue
             value = collapse(self.eval(part.expression, state))
-            known = isinstance(value, Const) and type(value.value) in (str, int, bool) and part.conversion is None and part.format_spec is None
+            known = (
+                isinstance(value, Const)
+                and type(value.value) in (str, int, bool)
+                and part.conversion is None
+                and part.format_spec is None
+            )
             text = text + [str(value.value)] if text is not None and known else None  # type: ignore[union-attr]
-        return Const("".join(text), origin=expr, origin_path=self.ctx.path) if text is not None and "{" not in "".join(text) else NOT_TENSOR
+        return (
+            Const("".join(text), origin=expr, origin_path=self.ctx.path)
+            if text is not None and "{" not in "".join(text)
+            else NOT_TENSOR
+        )
 
     def eval_element(self, element: cst.BaseElement, state: State) -> Value:
         value = self.eval(element.value, state)
@@ -918,7 +1091,15 @@ class FunctionInterpreter:
             return  # not stale, or only after a write on a path this one excludes (eval vs training)
         span_of, path = self.ctx.span_of, self.ctx.path
         hazard = Hazard(True, lambda: stale_reason(path, name, span_of(node)), silent=True)
-        self.emit(pending.form, pending.site, f"{pending.action} `{pending.written}` in place", hazard, condition=pending.condition | state.condition, calls=pending.related, flag=pending.flag)
+        self.emit(
+            pending.form,
+            pending.site,
+            f"{pending.action} `{pending.written}` in place",
+            hazard,
+            condition=pending.condition | state.condition,
+            calls=pending.related,
+            flag=pending.flag,
+        )
 
     def eval_attribute(self, expr: cst.Attribute, state: State, read: bool = True) -> Value:
         name = dotted(expr)
@@ -932,7 +1113,14 @@ class FunctionInterpreter:
         if attr == "training":
             return Sym(TRAINING, Const(True))
         qualname = self.ctx.imports.qualname(expr)
-        if qualname is not None and qualname.split(".")[0] in ("torch", "functools", "itertools", "collections", "types", "argparse"):
+        if qualname is not None and qualname.split(".")[0] in (
+            "torch",
+            "functools",
+            "itertools",
+            "collections",
+            "types",
+            "argparse",
+        ):
             return self.engine.torch_value(qualname)
         base = self.eval(expr.value, state) if read else self.peek(expr.value, state)
         value = self.calls.attribute_of(base, attr, expr, state)
@@ -956,7 +1144,10 @@ class FunctionInterpreter:
     def subscript_of(self, base: Value, expr: cst.Subscript, key: Value | None, advanced: bool, state: State) -> Value:
         if isinstance(base, Module):
             if isinstance(key, Const) and isinstance(key.value, str) and base.keys is not None:
-                return next((item for k, item in zip(base.keys, base.items or ()) if k == key.value), element_of(base))
+                return next(
+                    (item for k, item in zip(base.keys, base.items or (), strict=False) if k == key.value),
+                    element_of(base),
+                )
             if isinstance(key, Const) and isinstance(key.value, int):
                 return item_of(base, key.value)
             if base.items is not None and isinstance(expr.slice[0].slice, cst.Slice):
@@ -964,7 +1155,12 @@ class FunctionInterpreter:
                 kept = self.known_slice(expr.slice[0].slice, state)
                 if kept is None:
                     return replace(base, ident=fresh_id())
-                return replace(base, ident=fresh_id(), items=base.items[kept], keys=base.keys[kept] if base.keys is not None else None)
+                return replace(
+                    base,
+                    ident=fresh_id(),
+                    items=base.items[kept],
+                    keys=base.keys[kept] if base.keys is not None else None,
+                )
             return element_of(base)
         if isinstance(base, DictVal):
             found = base.get(key.value) if isinstance(key, Const) else None
@@ -989,7 +1185,12 @@ class FunctionInterpreter:
         bounds: list[int | None] = []
         for bound in (part.lower, part.upper, part.step):
             value = collapse(self.peek(bound, state)) if bound is not None else Const(None)
-            if not isinstance(value, Const) or not (value.value is None or type(value.value) is int) or value.value == 0 and bound is part.step:
+            if (
+                not isinstance(value, Const)
+                or not (value.value is None or type(value.value) is int)
+                or value.value == 0
+                and bound is part.step
+            ):
                 return None
             bounds.append(value.value)
         return slice(*bounds)
@@ -1004,7 +1205,11 @@ class FunctionInterpreter:
             index = element.slice
             if isinstance(index, cst.Index):
                 value = collapse(self.eval(index.value, state))
-                if is_tensor(value) or isinstance(index.value, (cst.List, cst.ListComp)) or (isinstance(value, Val) and value.items is not None and any(map(is_tensor, value.items))):
+                if (
+                    is_tensor(value)
+                    or isinstance(index.value, (cst.List, cst.ListComp))
+                    or (isinstance(value, Val) and value.items is not None and any(map(is_tensor, value.items)))
+                ):
                     advanced = True
             else:
                 for part in (index.lower, index.upper, index.step):
@@ -1016,7 +1221,9 @@ class FunctionInterpreter:
         left = self.eval(expr.left, state)
         right = self.eval(expr.right, state)
         if not (is_tensor(left) or is_tensor(right)):
-            if isinstance(expr.operator, cst.Add) and all(isinstance(collapse(v), Val) and collapse(v).items is not None for v in (left, right)):
+            if isinstance(expr.operator, cst.Add) and all(
+                isinstance(collapse(v), Val) and collapse(v).items is not None for v in (left, right)
+            ):
                 return self.calls.extended(left, right)  # list + list
             return self.combine(left, right, expr.operator, expr)
         left, right = collapse(left), collapse(right)
@@ -1037,13 +1244,21 @@ class FunctionInterpreter:
         return facts.params[1] if facts is not None and len(facts.params) > 1 else "other"
 
     def eval_iterable(self, iterable: cst.BaseExpression, state: State) -> Value:
-        if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value in ("enumerate", "zip", "reversed"):
+        if (
+            isinstance(iterable, cst.Call)
+            and isinstance(iterable.func, cst.Name)
+            and iterable.func.value in ("enumerate", "zip", "reversed")
+        ):
             return Val(items=tuple(self.eval(arg.value, state) for arg in iterable.args if not keyword_of(arg)))
         return self.eval(iterable, state)
 
     def iteration_element(self, iterable: cst.BaseExpression, value: Value, state: State) -> Value:
         """What one iteration binds: `enumerate(x)` gives (index, element), `zip(a, b)` a tuple."""
-        if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value in ("enumerate", "zip", "reversed"):
+        if (
+            isinstance(iterable, cst.Call)
+            and isinstance(iterable.func, cst.Name)
+            and iterable.func.value in ("enumerate", "zip", "reversed")
+        ):
             parts = [element_of(part) for part in (value.items or ())] if isinstance(value, Val) else []
             if iterable.func.value == "enumerate":
                 return Val(items=(NOT_TENSOR, parts[0] if parts else NOT_TENSOR))
@@ -1052,7 +1267,9 @@ class FunctionInterpreter:
             return parts[0] if parts else NOT_TENSOR
         return element_of(value)
 
-    def eval_comprehension(self, expr: cst.ListComp | cst.GeneratorExp | cst.SetComp | cst.DictComp, state: State) -> Value:
+    def eval_comprehension(
+        self, expr: cst.ListComp | cst.GeneratorExp | cst.SetComp | cst.DictComp, state: State
+    ) -> Value:
         """A homogeneous list: its element evaluated once, with the loop names bound (then restored)."""
         outer = dict(state.env)
         clause: cst.CompFor | None = expr.for_in
@@ -1073,7 +1290,16 @@ class FunctionInterpreter:
     # ----------------------------------------------------------------- saves and writes
 
     def record_op(
-        self, op: str, label: str, bound: dict[str, Value], result: Val, node: cst.CSTNode, state: State, texts: dict[str, str], only=None, facts=None
+        self,
+        op: str,
+        label: str,
+        bound: dict[str, Value],
+        result: Val,
+        node: cst.CSTNode,
+        state: State,
+        texts: dict[str, str],
+        only=None,
+        facts=None,
     ) -> Val:
         """Record what `op` saves for backward, and return its result with those saves in its
         graph. In-place ops pass `only`: autograd saves a clone of an in-place op's original
@@ -1101,12 +1327,35 @@ class FunctionInterpreter:
             return result
         # The op's result depends on what it saved: a backward through it needs them.
         if result.items is not None:
-            return replace(result, items=tuple(replace(item, graph=item.graph | made) if is_tensor(item) and item.grad > Grad.NO else item for item in result.items))
+            return replace(
+                result,
+                items=tuple(
+                    replace(item, graph=item.graph | made) if is_tensor(item) and item.grad > Grad.NO else item
+                    for item in result.items
+                ),
+            )
         return replace(result, graph=result.graph | made)
 
-    def save(self, state: State, tensor: Val, op: str, what: str, node: object, certain: bool = True, storages: frozenset[int] | None = None, condition: Condition = frozenset()) -> SaveRecord:
+    def save(
+        self,
+        state: State,
+        tensor: Val,
+        op: str,
+        what: str,
+        node: object,
+        certain: bool = True,
+        storages: frozenset[int] | None = None,
+        condition: Condition = frozenset(),
+    ) -> SaveRecord:
         """Record that autograd saved `tensor` (or `storages`) for backward, under the path's condition."""
-        record = SaveRecord(op, what, node, certain, storages=tensor.storages if storages is None else storages, condition=condition | state.condition | self.extra)
+        record = SaveRecord(
+            op,
+            what,
+            node,
+            certain,
+            storages=tensor.storages if storages is None else storages,
+            condition=condition | state.condition | self.extra,
+        )
         for storage in record.storages:
             state.saves[storage] = state.saves.get(storage, frozenset()) | {record}
         return record
@@ -1137,7 +1386,12 @@ class FunctionInterpreter:
         if self.recorder is not None:
             from .summaries import ParamWrite
 
-            self.recorder.on_write(target.storages, ParamWrite((), site, form, action, form is Form.INPLACE_ACTIVATION, self.grad_enabled, condition, calls))
+            self.recorder.on_write(
+                target.storages,
+                ParamWrite(
+                    (), site, form, action, form is Form.INPLACE_ACTIVATION, self.grad_enabled, condition, calls
+                ),
+            )
         if self.contract is not None:
             # A callee's write (`bump(x)` in another file) breaches the contract at the call.
             here = site if site.path == self.ctx.path else Site(self.ctx.path, node)
@@ -1156,7 +1410,20 @@ class FunctionInterpreter:
             # The saves it blames are this run's own: they matter only if their graph leaves the
             # run (a caller applies the write to what it saved itself). A refused write raises now.
             blamed = () if hazard.refused else state.saves_of(target)
-            self.emit(form, site, f"{action} `{written}` in place", hazard, target_expr, exclusive, through_view, condition, calls, flag, chain, records=blamed)
+            self.emit(
+                form,
+                site,
+                f"{action} `{written}` in place",
+                hazard,
+                target_expr,
+                exclusive,
+                through_view,
+                condition,
+                calls,
+                flag,
+                chain,
+                records=blamed,
+            )
             if hazard.refused:
                 state.dead = True  # torch raised at the write: nothing after it runs on this path
         elif hidden_from_reader and self.grad_enabled:
@@ -1164,7 +1431,12 @@ class FunctionInterpreter:
             if target.fresh_buffer and target.grad is Grad.NO:
                 return  # an out-parameter: a buffer made to be filled, read afterwards on purpose
             for name, value in state.env.items():
-                if isinstance(value, Val) and value.storages & target.storages and name not in intended_readers and not other_round(value, target):
+                if (
+                    isinstance(value, Val)
+                    and value.storages & target.storages
+                    and name not in intended_readers
+                    and not other_round(value, target)
+                ):
                     state.stale.setdefault(name, pending)  # the first write that changed it under the name
 
     def hazard_of(self, target: Val, state: State, node: cst.CSTNode, written: str) -> Hazard | None:
@@ -1173,7 +1445,11 @@ class FunctionInterpreter:
         # earlier still raises at backward; only leaves may be written freely.
         path, span_of = self.ctx.path, self.ctx.span_of
         refusal = _refusal(target)
-        if refusal and all(self.inherited.get(storage) == refusal for storage in target.storages) and self.recorder is not None:
+        if (
+            refusal
+            and all(self.inherited.get(storage) == refusal for storage in target.storages)
+            and self.recorder is not None
+        ):
             return None
         locate, origin = self.engine.locate, target.origin
         if target.inference and not self.inference:
@@ -1191,7 +1467,10 @@ class FunctionInterpreter:
         if not records:
             return None
         certain = [record for record in records if record.certain]
-        shown = sorted(certain or records, key=lambda record: (against_defaults(record.condition), len(record.condition), record.order))
+        shown = sorted(
+            certain or records,
+            key=lambda record: (against_defaults(record.condition), len(record.condition), record.order),
+        )
         when = shown[0].condition
         if target.hidden is not None:
             how = target.hidden
@@ -1204,7 +1483,10 @@ class FunctionInterpreter:
         return not target.storages & self.caller_storages and not self.shares_storage(name, target, state)
 
     def shares_storage(self, name: str, target: Val, state: State) -> bool:
-        return any(other != name and isinstance(value, Val) and value.storages & target.storages for other, value in state.env.items())
+        return any(
+            other != name and isinstance(value, Val) and value.storages & target.storages
+            for other, value in state.env.items()
+        )
 
     def is_view_expression(self, expr: cst.BaseExpression) -> bool:
         """`out[1:]`, `out.T`, `out.view(...)`: what is written through it lands in `out`."""
@@ -1212,12 +1494,26 @@ class FunctionInterpreter:
             return not string_index(expr)
         if isinstance(expr, cst.Attribute):
             return expr.attr.value in self.facts.view_attributes
-        return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in self.facts.view_methods
+        return (
+            isinstance(expr, cst.Call)
+            and isinstance(expr.func, cst.Attribute)
+            and expr.func.attr.value in self.facts.view_methods
+        )
 
     def emit(
-        self, form: Form, site: Site, action: str, hazard: Hazard, target: cst.CSTNode | None = None, exclusive: bool = False,
-        through_view: bool = False, condition: Condition = frozenset(), calls: tuple = (), flag: cst.CSTNode | None = None,
-        chain: cst.CSTNode | None = None, records: Sequence[SaveRecord] = (),
+        self,
+        form: Form,
+        site: Site,
+        action: str,
+        hazard: Hazard,
+        target: cst.CSTNode | None = None,
+        exclusive: bool = False,
+        through_view: bool = False,
+        condition: Condition = frozenset(),
+        calls: tuple = (),
+        flag: cst.CSTNode | None = None,
+        chain: cst.CSTNode | None = None,
+        records: Sequence[SaveRecord] = (),
     ) -> None:
         if chain is not None:
             # `y.mul_(2).add_(1)`: one finding for the chain, at its first write, fixed as a whole.
@@ -1253,7 +1549,11 @@ class FunctionInterpreter:
     def new_tensor(self, inputs: Sequence[Value], grad: Grad | None = None) -> Val:
         tensors = [tensor for value in inputs for tensor in tensors_in(value)]
         if grad is None:
-            grad = min(max((tensor.grad for tensor in tensors), default=Grad.NO), Grad.MAYBE) if self.grad_enabled else Grad.NO
+            grad = (
+                min(max((tensor.grad for tensor in tensors), default=Grad.NO), Grad.MAYBE)
+                if self.grad_enabled
+                else Grad.NO
+            )
         graph = frozenset().union(*(tensor.graph for tensor in tensors)) if grad is not Grad.NO else frozenset()
         return Val(fresh_storage(), grad, dtype=self.autocast, graph=graph, inference=self.inference)
 
@@ -1282,7 +1582,11 @@ class FunctionInterpreter:
             if keyword_of(arg) == "dtype":
                 return dtype_name(arg.value) or "float16"
         device = next((arg.value for arg in expr.args if arg.keyword is None or keyword_of(arg) == "device_type"), None)
-        on_cpu = isinstance(device, cst.SimpleString) and "cpu" in device.value or "cpu" in (self.ctx.imports.qualname(expr.func) or "")
+        on_cpu = (
+            isinstance(device, cst.SimpleString)
+            and "cpu" in device.value
+            or "cpu" in (self.ctx.imports.qualname(expr.func) or "")
+        )
         return "bfloat16" if on_cpu else "float16"
 
 
@@ -1299,7 +1603,16 @@ def _constant_of(test: str) -> tuple[object] | None:
 
 def _refusal(tensor: Val) -> tuple:
     """What makes torch refuse writing a tensor at once, whoever wrote it."""
-    return tuple(flag for flag in (tensor.grad is Grad.LEAF and "leaf", tensor.multi_view, tensor.hooked, tensor.inference and "inference") if flag)
+    return tuple(
+        flag
+        for flag in (
+            tensor.grad is Grad.LEAF and "leaf",
+            tensor.multi_view,
+            tensor.hooked,
+            tensor.inference and "inference",
+        )
+        if flag
+    )
 
 
 def _keep_grown(before: State, last: State, merged: State) -> None:
@@ -1309,9 +1622,18 @@ def _keep_grown(before: State, last: State, merged: State) -> None:
     `[act, conv, norm] * depth` could end with any of the three."""
     for name, grown in last.env.items():
         start = before.env.get(name)
-        if not isinstance(grown, (Val, Module)) or not isinstance(start, type(grown)) or grown.items is None or start.items is None:
+        if (
+            not isinstance(grown, (Val, Module))
+            or not isinstance(start, type(grown))
+            or grown.items is None
+            or start.items is None
+        ):
             continue
-        if len(grown.items) > len(start.items) and grown.items[: len(start.items)] == start.items and getattr(grown, "cell", None) == getattr(start, "cell", None):
+        if (
+            len(grown.items) > len(start.items)
+            and grown.items[: len(start.items)] == start.items
+            and getattr(grown, "cell", None) == getattr(start, "cell", None)
+        ):
             merged.env[name] = grown
 
 
@@ -1321,11 +1643,17 @@ def _merged(a: State | None, b: State | None) -> State | None:
     return merge_states([a, b])
 
 
-def _merged_value(body: Value | None, orelse: Value | None, holds: State | None, fails: State | None, state: State) -> Value:
+def _merged_value(
+    body: Value | None, orelse: Value | None, holds: State | None, fails: State | None, state: State
+) -> Value:
     if body is None or orelse is None:
         return body if orelse is None and body is not None else (orelse if orelse is not None else NOT_TENSOR)
-    when_body = frozenset(holds.assumed.values()) - frozenset(state.assumed.values()) if holds is not None else frozenset()
-    when_orelse = frozenset(fails.assumed.values()) - frozenset(state.assumed.values()) if fails is not None else frozenset()
+    when_body = (
+        frozenset(holds.assumed.values()) - frozenset(state.assumed.values()) if holds is not None else frozenset()
+    )
+    when_orelse = (
+        frozenset(fails.assumed.values()) - frozenset(state.assumed.values()) if fails is not None else frozenset()
+    )
     return merge_values(body, orelse, when_body, when_orelse)
 
 
@@ -1334,9 +1662,18 @@ def _grad_test(test: cst.BaseExpression) -> tuple[cst.BaseExpression, str, bool]
     (true when it does not): `(x, attribute, negated)`."""
     if isinstance(test, cst.Attribute) and test.attr.value == "requires_grad":
         return test.value, "requires_grad", False
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Attribute) and test.left.attr.value == "grad_fn":
+    if (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.left, cst.Attribute)
+        and test.left.attr.value == "grad_fn"
+    ):
         comparison = test.comparisons[0]
-        if isinstance(comparison.comparator, cst.Name) and comparison.comparator.value == "None" and isinstance(comparison.operator, (cst.Is, cst.IsNot)):
+        if (
+            isinstance(comparison.comparator, cst.Name)
+            and comparison.comparator.value == "None"
+            and isinstance(comparison.operator, (cst.Is, cst.IsNot))
+        ):
             return test.left.value, "grad_fn", isinstance(comparison.operator, cst.Is)
     return None
 
@@ -1364,7 +1701,11 @@ def _compare(compare: Callable[[object, object], bool], symbol: str, left: Value
     if symbol in ("is", "is not") and isinstance(right, Const) and right.value is None:
         if isinstance(left, Const):
             return compare(left.value, None)
-        if isinstance(left, (Module, Klass, Func, DictVal)) or is_tensor(left) or (isinstance(left, Val) and left.items is not None and left.cell is not None):
+        if (
+            isinstance(left, (Module, Klass, Func, DictVal))
+            or is_tensor(left)
+            or (isinstance(left, Val) and left.items is not None and left.cell is not None)
+        ):
             return symbol == "is not"
         return None
     if isinstance(left, Const) and isinstance(right, Const):

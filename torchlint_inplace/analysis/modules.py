@@ -20,11 +20,10 @@ from ..diagnostics import Related
 from .arguments import Args
 from .conditions import TRAINING, Assumption, Condition
 from .model import Form
-from .state import SaveRecord, Site, State
+from .state import Site, State
 from .torch_facts import WriteConditions
 from .values import (
     NOT_TENSOR,
-    Choice,
     Const,
     DictVal,
     Grad,
@@ -34,9 +33,7 @@ from .values import (
     Value,
     collapse,
     fresh_storage,
-    grad_of,
     is_tensor,
-    merge_all,
     options_of,
 )
 
@@ -48,7 +45,7 @@ ALWAYS: Condition = frozenset()
 
 
 class ModuleFactory:
-    def __init__(self, interp: "Interpreter") -> None:
+    def __init__(self, interp: Interpreter) -> None:
         self.i = interp
         self.facts = interp.facts
 
@@ -91,9 +88,13 @@ class ModuleFactory:
                 items.append(value)
         module_items = tuple(item for item in items)
         params = frozenset().union(*(item.params for item in module_items if isinstance(item, Module)))
-        return Module(kind, kind, items=module_items, keys=tuple(keys) if keys is not None else None, params=params, origin=origin)
+        return Module(
+            kind, kind, items=module_items, keys=tuple(keys) if keys is not None else None, params=params, origin=origin
+        )
 
-    def inplace_flag(self, kind: str, args: Args, call: cst.Call | None, state: State) -> tuple[Condition | None, object, object]:
+    def inplace_flag(
+        self, kind: str, args: Args, call: cst.Call | None, state: State
+    ) -> tuple[Condition | None, object, object]:
         """Whether the module writes its input, under which condition, where that was decided
         (a `Site`), and the literal to switch off."""
         index = self.facts.inplace_modules.get(kind)
@@ -105,7 +106,9 @@ class ModuleFactory:
         condition = self.truth_condition(flag, "inplace")
         if condition is None:
             return None, None, None
-        literal = next((option for _, option in options_of(flag) if isinstance(option, Const) and option.value is True), None)
+        literal = next(
+            (option for _, option in options_of(flag) if isinstance(option, Const) and option.value is True), None
+        )
         if literal is not None and literal.origin is not None:
             # The literal a user edits: the finding points at the call it is written in (else at
             # the literal itself: a `partial`, a dict of arguments), and its fix switches it off.
@@ -124,14 +127,19 @@ class ModuleFactory:
             elif isinstance(option, Sym):
                 default = option.default
                 against = default is not None and not default.value
-                found.append(condition | {Assumption(option.text, "", True, repr(default.value) if default is not None else None, against)})
+                found.append(
+                    condition
+                    | {Assumption(option.text, "", True, repr(default.value) if default is not None else None, against)}
+                )
             elif isinstance(option, Val) and not option.is_tensor:
                 found.append(condition)  # unknown: it may be true
         if not found:
             return None
         return min(found, key=len)
 
-    def with_attribute(self, module: Module, attr: str, value: Value, statement: cst.CSTNode, state: State) -> Module | None:
+    def with_attribute(
+        self, module: Module, attr: str, value: Value, statement: cst.CSTNode, state: State
+    ) -> Module | None:
         """`m.inplace = True`: the module rebuilt with that attribute (None: not one that matters)."""
         if attr != "inplace" or module.kind is None or module.kind not in self.facts.inplace_modules:
             return None
@@ -176,7 +184,18 @@ class ModuleFactory:
             elif isinstance(option, Sym):
                 default = option.default
                 against = default is not None and default.value == identity
-                found.append(condition | {Assumption(option.text, f"!= {identity!r}", True, repr(default.value) if default is not None else None, against)})
+                found.append(
+                    condition
+                    | {
+                        Assumption(
+                            option.text,
+                            f"!= {identity!r}",
+                            True,
+                            repr(default.value) if default is not None else None,
+                            against,
+                        )
+                    }
+                )
             else:
                 found.append(condition)
         return min(found, key=len) if found else None
@@ -203,13 +222,24 @@ class ModuleFactory:
             saves = self.facts.inplace_module_saves.get(kind) or frozenset()
             site, calls = self.culprit_site(module, call, label)
             self.i.write(
-                Form.INPLACE_ACTIVATION, call, first, value, state, f"`{label}` with inplace=True rewrites",
-                hidden_from_reader=True, site=site, condition=condition, calls=calls, flag=module.flag,
+                Form.INPLACE_ACTIVATION,
+                call,
+                first,
+                value,
+                state,
+                f"`{label}` with inplace=True rewrites",
+                hidden_from_reader=True,
+                site=site,
+                condition=condition,
+                calls=calls,
+                flag=module.flag,
             )
             result = value
         else:  # out of place, or an inplace flag the module ignores (AlphaDropout)
             # A module that saves its input does so for its own weights: its output requires grad.
-            result = self.i.new_tensor([value], grad=Grad.MAYBE if ("input" in saves or module.params) and self.i.grad_enabled else None)
+            result = self.i.new_tensor(
+                [value], grad=Grad.MAYBE if ("input" in saves or module.params) and self.i.grad_enabled else None
+            )
         if self.i.autocast is not None:
             result = replace(result, dtype=self.i.autocast)
         made: set[int] = set()
@@ -248,8 +278,14 @@ class ModuleFactory:
         for storage in module.params:  # the leaf check does not apply: it writes under no_grad
             state.saves[storage] = frozenset(records)
         self.i.write(
-            Form.INPLACE_ACTIVATION, call, call.func, Val(module.params, Grad.MAYBE, origin=module.origin), state,
-            f"`{label}` with {writer}= renormalises the weight of", site=site, calls=calls,
+            Form.INPLACE_ACTIVATION,
+            call,
+            call.func,
+            Val(module.params, Grad.MAYBE, origin=module.origin),
+            state,
+            f"`{label}` with {writer}= renormalises the weight of",
+            site=site,
+            calls=calls,
         )
         for storage, records_before in previous.items():
             if records_before is not None:

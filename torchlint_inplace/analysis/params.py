@@ -12,7 +12,9 @@ from .classes import ClassInfo
 from .imports import Imports, dotted
 from .values import Grad
 
-_GRAD_OFF_DECORATORS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.inference_mode"})
+_GRAD_OFF_DECORATORS = frozenset(
+    {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.inference_mode"}
+)
 _TENSOR_ANNOTATIONS = frozenset(
     f"{wrap[0]}{name}{wrap[1]}"
     for name in ("Tensor", "torch.Tensor", "th.Tensor")
@@ -71,11 +73,17 @@ def annotation_text(param: cst.Param) -> str:
 
 def tensor_list_parameters(func: cst.FunctionDef) -> list[str]:
     """Parameters annotated as a list or tuple of tensors: `inputs: list[Tensor]`."""
-    return [param.name.value for param in (*func.params.params, *func.params.kwonly_params) if _annotation_text(param) in _TENSOR_LIST_ANNOTATIONS]
+    return [
+        param.name.value
+        for param in (*func.params.params, *func.params.kwonly_params)
+        if _annotation_text(param) in _TENSOR_LIST_ANNOTATIONS
+    ]
 
 
 def _is_static(func: cst.FunctionDef) -> bool:
-    return any(dotted(decorator.decorator) == "staticmethod" for decorator in func.decorators) and func.name.value not in ("forward", "backward")
+    return any(
+        dotted(decorator.decorator) == "staticmethod" for decorator in func.decorators
+    ) and func.name.value not in ("forward", "backward")
 
 
 def _annotation_kind(param: cst.Param) -> bool | None:
@@ -97,6 +105,8 @@ def _non_tensor_default(param: cst.Param) -> bool:
     default = param.default
     if default is None:
         return False
-    if isinstance(default, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString, cst.Tuple, cst.List, cst.Dict)):
+    if isinstance(
+        default, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString, cst.Tuple, cst.List, cst.Dict)
+    ):
         return True
     return isinstance(default, cst.Name) and default.value in ("None", "True", "False")

@@ -64,7 +64,9 @@ class _SpanRecorder(CodegenState):
         if node not in self.spans:  # a syntactic span recorded inside wins
             self.spans[node] = (start, (self.line, self.column))
 
-    def record_syntactic_position(self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None, end_node: cst.CSTNode | None = None) -> _Syntactic:
+    def record_syntactic_position(
+        self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None, end_node: cst.CSTNode | None = None
+    ) -> _Syntactic:
         return _Syntactic(self, node, start_node, end_node)
 
 
@@ -73,7 +75,9 @@ class _Syntactic:
 
     __slots__ = ("recorder", "node", "start_node", "end_node", "start")
 
-    def __init__(self, recorder: _SpanRecorder, node: cst.CSTNode, start_node: cst.CSTNode | None, end_node: cst.CSTNode | None) -> None:
+    def __init__(
+        self, recorder: _SpanRecorder, node: cst.CSTNode, start_node: cst.CSTNode | None, end_node: cst.CSTNode | None
+    ) -> None:
         self.recorder, self.node, self.start_node, self.end_node = recorder, node, start_node, end_node
 
     def __enter__(self) -> None:

@@ -86,7 +86,9 @@ class FileContext:
         return FunctionRef(self.path, node, cls)
 
 
-def statements(body: Sequence[cst.CSTNode], owner: cst.ClassDef | None = None) -> Iterator[tuple[cst.CSTNode, cst.ClassDef | None]]:
+def statements(
+    body: Sequence[cst.CSTNode], owner: cst.ClassDef | None = None
+) -> Iterator[tuple[cst.CSTNode, cst.ClassDef | None]]:
     """Every statement in source order, nested blocks included, with the class whose body holds it.
 
     A hand-written walk over statement bodies only: imports, classes and defs never live inside
@@ -135,7 +137,9 @@ def index_module(path: str, module: cst.Module) -> FileContext:
     top_level = set(map(id, module.body))
     ctx.functions = {node.name.value: node for node, owner in functions if owner is None and id(node) in top_level}
     for node, _ in classes:
-        bases = tuple(imports.qualname(arg.value) or dotted(arg.value) or "" for arg in node.bases if arg.keyword is None)
+        bases = tuple(
+            imports.qualname(arg.value) or dotted(arg.value) or "" for arg in node.bases if arg.keyword is None
+        )
         info = ClassInfo(node.name.value, bases, node, path)
         for statement in _body(node.body):
             if isinstance(statement, cst.FunctionDef):
@@ -151,7 +155,9 @@ def index_module(path: str, module: cst.Module) -> FileContext:
                     for target in small.targets:
                         if isinstance(target.target, cst.Name):
                             ctx.assignments[target.target.value] = small.value
-                elif isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
+                elif (
+                    isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name)
+                ):
                     ctx.assignments[small.target.value] = small.value
     return ctx
 
@@ -252,15 +258,27 @@ class Project:
         root = scan_root(here)
         self.scanned_roots.add(key_of(root))
         found = []
-        name = here.parent.name if here.name == "__init__.py" else here.stem  # a package is imported by its folder's name
-        candidates = sorted(self._import_index(root).get(name, ()), key=lambda candidate: (_distance(candidate, here), str(candidate)))
+        name = (
+            here.parent.name if here.name == "__init__.py" else here.stem
+        )  # a package is imported by its folder's name
+        candidates = sorted(
+            self._import_index(root).get(name, ()), key=lambda candidate: (_distance(candidate, here), str(candidate))
+        )
         for candidate in candidates:
             if len(found) == MAX_CALLER_FILES:
                 break
             if key_of(candidate) == key_of(here):
                 continue
             other = self.file(candidate)
-            names = frozenset(local for local in (*other.imports.relative, *other.imports.aliases) if _imports_file(other, local, here)) if other is not None else frozenset()
+            names = (
+                frozenset(
+                    local
+                    for local in (*other.imports.relative, *other.imports.aliases)
+                    if _imports_file(other, local, here)
+                )
+                if other is not None
+                else frozenset()
+            )
             if other is not None and names:
                 found.append((other, names))
         return found
@@ -275,7 +293,9 @@ class Project:
                     text = candidate.read_text("utf-8", errors="replace")
                 except OSError:
                     continue
-                for name in {word for match in _IMPORT_LINE.finditer(text) for word in re.findall(r"\w+", match.group(0))}:
+                for name in {
+                    word for match in _IMPORT_LINE.finditer(text) for word in re.findall(r"\w+", match.group(0))
+                }:
                     index.setdefault(name, []).append(candidate)
             self._import_indexes[key] = index
         return self._import_indexes[key]
@@ -408,7 +428,6 @@ def absolute_import_bases(here: Path) -> list[Path]:
         if extra is not None and extra not in bases:
             bases.append(extra)
     return bases
-
 
 
 def _module_file(base: Path, module: str, name: str) -> tuple[Path, str] | None:

@@ -29,46 +29,104 @@ if TYPE_CHECKING:
 
 
 class Engine(Protocol):
-    project: "Project"
+    project: Project
 
-    def grad_enabled(self, ctx: "FileContext", node: cst.FunctionDef, cls: "ClassInfo | None") -> bool: ...
-    def global_value(self, ctx: "FileContext", name: str) -> "Value": ...
-    def torch_value(self, qualname: str) -> "Value": ...
-    def namespace_member(self, namespace: "Value", attr: str) -> "Value": ...
-    def class_member(self, info: "ClassInfo", attr: str, bound: "Module | None") -> "Value": ...
-    def method_of(self, info: "ClassInfo", name: str) -> "FunctionRef | None": ...
-    def subclass_of(self, info: "ClassInfo", base: "ClassInfo") -> bool: ...
-    def super_of(self, interp: "Interpreter") -> "Value": ...
-    def span_of(self, path: str) -> Callable[[cst.CSTNode], "Span"]: ...
-    def run(self, interp: "Interpreter", ref: "FunctionRef", args: "Args", bound: "Value | None", state: "State") -> "tuple[Summary, Binding] | None": ...
-    def instantiate(self, interp: "Interpreter", info: "ClassInfo", call: cst.Call | None, args: "Args", state: "State") -> "Value": ...
+    def grad_enabled(self, ctx: FileContext, node: cst.FunctionDef, cls: ClassInfo | None) -> bool: ...
+    def global_value(self, ctx: FileContext, name: str) -> Value: ...
+    def torch_value(self, qualname: str) -> Value: ...
+    def namespace_member(self, namespace: Value, attr: str) -> Value: ...
+    def class_member(self, info: ClassInfo, attr: str, bound: Module | None) -> Value: ...
+    def method_of(self, info: ClassInfo, name: str) -> FunctionRef | None: ...
+    def subclass_of(self, info: ClassInfo, base: ClassInfo) -> bool: ...
+    def super_of(self, interp: Interpreter) -> Value: ...
+    def span_of(self, path: str) -> Callable[[cst.CSTNode], Span]: ...
+    def run(
+        self, interp: Interpreter, ref: FunctionRef, args: Args, bound: Value | None, state: State
+    ) -> tuple[Summary, Binding] | None: ...
+    def instantiate(
+        self, interp: Interpreter, info: ClassInfo, call: cst.Call | None, args: Args, state: State
+    ) -> Value: ...
 
 
 class Interpreter(Protocol):
     engine: Engine
-    project: "Project"
-    ctx: "FileContext"
-    facts: "TorchFacts"
-    calls: "CallEvaluator"
+    project: Project
+    ctx: FileContext
+    facts: TorchFacts
+    calls: CallEvaluator
     grad_enabled: bool
     autocast: str | None
     inference: bool
     constructing: bool
     depth: int
-    extra: "Condition"
-    patches: "dict[int, Module]"
+    extra: Condition
+    patches: dict[int, Module]
     param_storages: frozenset[int]
     children: list
-    contract: "FunctionContract | None"
+    contract: FunctionContract | None
     ctx_name: str | None
     discarded: cst.BaseExpression | None
-    cls: "ClassInfo | None"
+    cls: ClassInfo | None
 
-    def eval(self, expr: cst.BaseExpression, state: "State") -> "Value": ...
-    def peek(self, expr: cst.BaseExpression, state: "State") -> "Value": ...
-    def new_tensor(self, inputs: Sequence["Value"], grad=None) -> "Val": ...
-    def record_op(self, op: str, label: str, bound: dict, result: "Val", node: cst.CSTNode, state: "State", texts: dict, only=None, facts=None) -> "Val": ...
-    def rebind_container(self, expr: cst.BaseExpression, old: "Value", new: "Value", state: "State") -> None: ...
-    def inplace_op(self, form: "Form", node: cst.CSTNode, target_expr: cst.CSTNode, target: "Val", state: "State", action: str, op, label: str, others: dict, written=None, chain=None) -> None: ...
-    def write(self, form: "Form", node: cst.CSTNode, target_expr: cst.CSTNode, target: "Val", state: "State", action: str, hidden_from_reader: bool = False, site: "Site | None" = None, intended_readers=frozenset(), condition: "Condition" = frozenset(), calls: tuple = (), overlap=None, chain=None, flag=None) -> None: ...
-    def emit(self, form: "Form", site: "Site", action: str, hazard, target=None, exclusive: bool = False, through_view: bool = False, condition: "Condition" = frozenset(), calls: tuple = (), flag=None, chain=None, records: Sequence["SaveRecord"] = ()) -> None: ...
+    def eval(self, expr: cst.BaseExpression, state: State) -> Value: ...
+    def peek(self, expr: cst.BaseExpression, state: State) -> Value: ...
+    def new_tensor(self, inputs: Sequence[Value], grad=None) -> Val: ...
+    def record_op(
+        self,
+        op: str,
+        label: str,
+        bound: dict,
+        result: Val,
+        node: cst.CSTNode,
+        state: State,
+        texts: dict,
+        only=None,
+        facts=None,
+    ) -> Val: ...
+    def rebind_container(self, expr: cst.BaseExpression, old: Value, new: Value, state: State) -> None: ...
+    def inplace_op(
+        self,
+        form: Form,
+        node: cst.CSTNode,
+        target_expr: cst.CSTNode,
+        target: Val,
+        state: State,
+        action: str,
+        op,
+        label: str,
+        others: dict,
+        written=None,
+        chain=None,
+    ) -> None: ...
+    def write(
+        self,
+        form: Form,
+        node: cst.CSTNode,
+        target_expr: cst.CSTNode,
+        target: Val,
+        state: State,
+        action: str,
+        hidden_from_reader: bool = False,
+        site: Site | None = None,
+        intended_readers=frozenset(),
+        condition: Condition = frozenset(),
+        calls: tuple = (),
+        overlap=None,
+        chain=None,
+        flag=None,
+    ) -> None: ...
+    def emit(
+        self,
+        form: Form,
+        site: Site,
+        action: str,
+        hazard,
+        target=None,
+        exclusive: bool = False,
+        through_view: bool = False,
+        condition: Condition = frozenset(),
+        calls: tuple = (),
+        flag=None,
+        chain=None,
+        records: Sequence[SaveRecord] = (),
+    ) -> None: ...

@@ -86,7 +86,7 @@ class State:
     escaped: frozenset[int] = frozenset()  # graph that left other than by `return`
     hooked: frozenset[int] = frozenset()  # idents of modules with a full backward hook
 
-    def copy(self) -> "State":
+    def copy(self) -> State:
         return State(
             dict(self.env), dict(self.saves), self.dead, dict(self.stale), dict(self.assumed),
             self.freed, self.retained, self.steps, self.escaped, self.hooked,
@@ -131,17 +131,25 @@ def merge_states(states: list[State]) -> State:
     if len(live) == 1:
         return live[0].copy()
     live = [_prune(state) for state in live]  # not copies when nothing was pruned: read only
-    common = {key: assumption for key, assumption in live[0].assumed.items() if all(other.assumed.get(key) == assumption for other in live[1:])}
+    common = {
+        key: assumption
+        for key, assumption in live[0].assumed.items()
+        if all(other.assumed.get(key) == assumption for other in live[1:])
+    }
     own = [frozenset(a for key, a in state.assumed.items() if key not in common) for state in live]
     merged = live[0].copy()
     merged.assumed = common
     when_merged = own[0]
-    for other, when_other in zip(live[1:], own[1:]):
+    for other, when_other in zip(live[1:], own[1:], strict=False):
         for name in merged.env.keys() | other.env.keys():
             mine, theirs = merged.env.get(name), other.env.get(name)
             if mine is theirs:
                 continue
-            if (mine is None or theirs is None) and (when_merged or when_other) and not is_tensor(mine if theirs is None else theirs):
+            if (
+                (mine is None or theirs is None)
+                and (when_merged or when_other)
+                and not is_tensor(mine if theirs is None else theirs)
+            ):
                 # Bound on one path only (`if act == "relu": self.act = nn.ReLU()`): the value
                 # keeps the condition of the path that bound it.
                 mine, theirs = mine if mine is not None else NOT_TENSOR, theirs if theirs is not None else NOT_TENSOR

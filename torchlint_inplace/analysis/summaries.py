@@ -44,7 +44,7 @@ class Summary:
     cell_updates: dict[Slot, Value] = field(default_factory=dict)  # lists/dicts passed in and filled
     stable_saves: list[tuple[frozenset[int], SaveRecord]] = field(default_factory=list)  # on parameters
     mutations: list = field(default_factory=list)  # model.Mutation the run proves by itself
-    children: list["Summary"] = field(default_factory=list)  # runs it reached
+    children: list[Summary] = field(default_factory=list)  # runs it reached
     files: frozenset[str] = frozenset()  # every file this summary was read from
     builds_inplace: bool = False  # returns or binds a module that writes its input: callers decide the damage
     writes_arguments: bool = False
@@ -82,7 +82,11 @@ class SummaryRecorder:
         for index, value in enumerate(params.values()):
             for storage, slot in slot_storages(value, (index,)).items():
                 self.by_storage.setdefault(storage, slot)
-        self.cells = {value.cell: (index,) for index, value in enumerate(params.values()) if isinstance(value, (Val, DictVal)) and value.cell is not None}
+        self.cells = {
+            value.cell: (index,)
+            for index, value in enumerate(params.values())
+            if isinstance(value, (Val, DictVal)) and value.cell is not None
+        }
         self.summary = Summary(params=self.names, slots=self.by_storage)
         self.returns: list[Value] = []
 
@@ -91,7 +95,16 @@ class SummaryRecorder:
 
     def on_write(self, storages: frozenset[int], write: ParamWrite) -> None:
         for slot in self.slots_of(storages):
-            candidate = ParamWrite(slot, write.site, write.form, write.action, write.via_activation, write.grad_enabled, write.condition, write.related)
+            candidate = ParamWrite(
+                slot,
+                write.site,
+                write.form,
+                write.action,
+                write.via_activation,
+                write.grad_enabled,
+                write.condition,
+                write.related,
+            )
             if candidate not in self.summary.writes:
                 self.summary.writes.append(candidate)
                 self.summary.writes_arguments = True

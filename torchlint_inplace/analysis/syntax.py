@@ -58,7 +58,11 @@ def never_tensor_operand(expr: cst.BaseExpression) -> bool:
 
 
 def string_index(expr: cst.Subscript) -> bool:
-    return any(isinstance(element.slice, cst.Index) and isinstance(element.slice.value, (cst.SimpleString, cst.ConcatenatedString)) for element in expr.slice)
+    return any(
+        isinstance(element.slice, cst.Index)
+        and isinstance(element.slice.value, (cst.SimpleString, cst.ConcatenatedString))
+        for element in expr.slice
+    )
 
 
 def names_in(target: cst.BaseExpression) -> list[str]:

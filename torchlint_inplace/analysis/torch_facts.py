@@ -33,7 +33,20 @@ class WriteConditions:
 
 
 # Factories build fresh tensors that do not require grad unless asked to.
-FACTORY_PREFIXES = ("zeros", "ones", "empty", "full", "rand", "arange", "linspace", "logspace", "eye", "tensor", "as_tensor", "from_numpy")
+FACTORY_PREFIXES = (
+    "zeros",
+    "ones",
+    "empty",
+    "full",
+    "rand",
+    "arange",
+    "linspace",
+    "logspace",
+    "eye",
+    "tensor",
+    "as_tensor",
+    "from_numpy",
+)
 
 
 @dataclass(frozen=True)
@@ -71,13 +84,17 @@ class TorchFacts:
         fitting = [facts for facts in candidates if _fits(facts, positional, keywords)]
         if len(fitting) == 1:
             return fitting[0]
-        return self.ops.get(name) if not fitting or len({facts.saves.__repr__() for facts in fitting}) > 1 else fitting[0]
+        return (
+            self.ops.get(name) if not fitting or len({facts.saves.__repr__() for facts in fitting}) > 1 else fitting[0]
+        )
 
 
 def _fits(facts: OpFacts, positional: Sequence[bool], keywords: Sequence[str]) -> bool:
     if len(positional) > len(facts.params) or any(keyword not in facts.params for keyword in keywords):
         return False
-    return all((param in facts.tensors) == is_tensor for param, is_tensor in zip(facts.params, positional))
+    return all(
+        (param in facts.tensors) == is_tensor for param, is_tensor in zip(facts.params, positional, strict=False)
+    )
 
 
 def _load(text: str) -> TorchFacts:
@@ -88,7 +105,12 @@ def _load(text: str) -> TorchFacts:
     }
     overloads = {
         name: tuple(
-            OpFacts(tuple(entry["params"]), {k: tuple(v) for k, v in entry["saves"].items()}, frozenset(entry["tensors"]), tuple(entry["outputs"]))
+            OpFacts(
+                tuple(entry["params"]),
+                {k: tuple(v) for k, v in entry["saves"].items()},
+                frozenset(entry["tensors"]),
+                tuple(entry["outputs"]),
+            )
             for entry in entries
         )
         for name, entries in data["overloads"].items()

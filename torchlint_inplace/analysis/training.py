@@ -29,10 +29,10 @@ if TYPE_CHECKING:
 
 
 class TrainingLoop:
-    def __init__(self, interp: "Interpreter") -> None:
+    def __init__(self, interp: Interpreter) -> None:
         self.i = interp
 
-    def optimizer(self, args: "Args") -> Optimizer:
+    def optimizer(self, args: Args) -> Optimizer:
         """`optim.Adam(net.parameters(), lr)`, param groups, `itertools.chain(...)`, lists of them."""
         params = args.get("params", 0)
         return Optimizer(parameter_storages(params) if params is not None else None)
@@ -49,7 +49,9 @@ class TrainingLoop:
             state.freed |= graph - state.retained
 
     def report(self, loss: Value, call: cst.Call, graph: frozenset[int], state: State) -> None:
-        records = {record.order: record for records in state.saves.values() for record in records if record.order in graph}
+        records = {
+            record.order: record for records in state.saves.values() for record in records if record.order in graph
+        }
         loss_text = self.i.ctx.code_of(call.func.value) if isinstance(call.func, cst.Attribute) else "the loss"
         path, span_of = self.i.ctx.path, self.i.ctx.span_of
         for step in state.steps:
@@ -61,7 +63,13 @@ class TrainingLoop:
                 continue
             first = earlier[0]
             hazard = Hazard(True, lambda first=first: step_reason(path, loss_text, span_of(first.node), span_of(call)))
-            self.i.emit(Form.OPTIMIZER_STEP, step.site, f"`{self.i.ctx.code_of(step.site.node)}` updates parameters in place", hazard, condition=step.condition)
+            self.i.emit(
+                Form.OPTIMIZER_STEP,
+                step.site,
+                f"`{self.i.ctx.code_of(step.site.node)}` updates parameters in place",
+                hazard,
+                condition=step.condition,
+            )
 
     @staticmethod
     def rewrites(step: Step, record: SaveRecord, state: State) -> bool:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from itertools import count
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING
 
 from .conditions import Condition, consistent
 
@@ -49,7 +49,7 @@ class Val:
     grad: Grad = Grad.NO
     origin: object = field(default=None, compare=False, hash=False)  # node that made it (or the leaf it views)
     strided: bool = False  # a non-contiguous view: `.contiguous()` of it copies
-    items: tuple["Value", ...] | None = None  # tuple-like results: chunk(), lstm outputs; list displays
+    items: tuple[Value, ...] | None = None  # tuple-like results: chunk(), lstm outputs; list displays
     hidden: str | None = None  # "data" / "detach": an alias autograd does not track
     multi_view: str | None = None  # an output of chunk()/split()/unbind(): torch forbids writing it
     dtype: str | None = None  # when known: "bfloat16" under autocast, "float32" after .float()
@@ -68,15 +68,17 @@ class Val:
     def is_tensor(self) -> bool:
         return bool(self.storages)
 
-    def view(self, strided: bool = False) -> "Val":
+    def view(self, strided: bool = False) -> Val:
         return replace(self, strided=strided or self.strided, items=None, cell=None, cloned=False)
 
-    def part(self) -> "Val":
+    def part(self) -> Val:
         """One element of a tuple this value may be: a different tensor, nothing saved yet."""
         return Val(fresh_storage(), self.grad, self.origin, dtype=self.dtype, graph=self.graph, hooked=self.hooked)
 
-    def detached(self, how: str) -> "Val":
-        return replace(self, grad=Grad.NO, items=None, hidden=how, multi_view=None, graph=frozenset(), hooked=None, cell=None)
+    def detached(self, how: str) -> Val:
+        return replace(
+            self, grad=Grad.NO, items=None, hidden=how, multi_view=None, graph=frozenset(), hooked=None, cell=None
+        )
 
 
 NOT_TENSOR = Val()
@@ -119,7 +121,7 @@ class Func:
     name: str
     qualname: str | None = None
     ref: object = None  # classes.FunctionRef
-    bound: "Value | None" = None
+    bound: Value | None = None
 
 
 @dataclass(frozen=True)
@@ -141,9 +143,9 @@ class Super:
 class Partial:
     """`functools.partial(target, *args, **kwargs)`."""
 
-    target: "Value"
-    args: tuple["Value", ...] = ()
-    kwargs: tuple[tuple[str, "Value"], ...] = ()
+    target: Value
+    args: tuple[Value, ...] = ()
+    kwargs: tuple[tuple[str, Value], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -160,19 +162,19 @@ class Module:
     writes: Condition | None = None
     culprit: object = None  # values.Site
     flag: object = None  # the literal `True` node to switch off, when there is one
-    items: tuple["Value", ...] | None = None  # Sequential / ModuleList / ModuleDict contents
+    items: tuple[Value, ...] | None = None  # Sequential / ModuleList / ModuleDict contents
     keys: tuple[str, ...] | None = None  # ModuleDict / named children
-    instance: "Instance | None" = None
+    instance: Instance | None = None
     params: frozenset[int] = frozenset()
     ident: int = field(default_factory=fresh_id)
-    config: tuple[tuple[str, "Value"], ...] = ()  # constructor arguments the tables care about (p, max_norm)
+    config: tuple[tuple[str, Value], ...] = ()  # constructor arguments the tables care about (p, max_norm)
     origin: object = field(default=None, compare=False, hash=False)
 
     @property
     def is_container(self) -> bool:
         return self.items is not None
 
-    def setting(self, name: str) -> "Value | None":
+    def setting(self, name: str) -> Value | None:
         return next((value for key, value in self.config if key == name), None)
 
 
@@ -180,20 +182,20 @@ class Module:
 class DictVal:
     """A dict: entries with constant keys, `rest` for what was stored under keys not known."""
 
-    entries: tuple[tuple[object, "Value"], ...] = ()
-    rest: "Value | None" = None
+    entries: tuple[tuple[object, Value], ...] = ()
+    rest: Value | None = None
     cell: int | None = None
 
-    def get(self, key: object) -> "Value | None":
+    def get(self, key: object) -> Value | None:
         return next((value for known, value in self.entries if known == key), None)
 
-    def set(self, key: object, value: "Value") -> "DictVal":
+    def set(self, key: object, value: Value) -> DictVal:
         return replace(self, entries=(*self.without(key).entries, (key, value)))
 
-    def without(self, key: object) -> "DictVal":
+    def without(self, key: object) -> DictVal:
         return replace(self, entries=tuple((known, old) for known, old in self.entries if known != key))
 
-    def values(self) -> list["Value"]:
+    def values(self) -> list[Value]:
         return [value for _, value in self.entries] + ([self.rest] if self.rest is not None else [])
 
 
@@ -216,10 +218,10 @@ class Optimizer:
 class Choice:
     """One of several values, each under the condition that selects it on its path."""
 
-    options: tuple[tuple[Condition, "Value"], ...]
+    options: tuple[tuple[Condition, Value], ...]
 
 
-Value = Union[Val, Const, Sym, Klass, Func, Namespace, Super, Partial, Module, DictVal, Params, Optimizer, Choice]
+Value = Val | Const | Sym | Klass | Func | Namespace | Super | Partial | Module | DictVal | Params | Optimizer | Choice
 
 MAX_OPTIONS = 32
 
@@ -235,7 +237,9 @@ def _seen(value: Value, seen: set[Value], unique: list[tuple[Condition, Value]])
         return any(value == known for _, known in unique)
 
 
-def merge_values(a: Value | None, b: Value | None, when_a: Condition = frozenset(), when_b: Condition = frozenset()) -> Value:
+def merge_values(
+    a: Value | None, b: Value | None, when_a: Condition = frozenset(), when_b: Condition = frozenset()
+) -> Value:
     """What a name holds after paths that bound it to `a` and `b` meet. Tensors merge into one
     abstract tensor; other values that differ become a `Choice` under the conditions that told
     the paths apart (`when_a`, `when_b`), or stay apart without one."""
@@ -247,7 +251,7 @@ def merge_values(a: Value | None, b: Value | None, when_a: Condition = frozenset
         if a.items is not None and b.items is not None:
             cell = a.cell if a.cell == b.cell else None
             if len(a.items) == len(b.items):
-                items = tuple(merge_values(x, y, when_a, when_b) for x, y in zip(a.items, b.items))
+                items = tuple(merge_values(x, y, when_a, when_b) for x, y in zip(a.items, b.items, strict=False))
             else:  # a list that grew on one path: one element standing for all of them
                 items = (merge_all(a.items + b.items),) if a.items or b.items else ()
             return replace(_merge_tensors(a, b), items=items, cell=cell)
@@ -325,7 +329,11 @@ def collapse(value: Value) -> Value:
     of its tensors when it may be one (an optional tensor), else its one value, else unknown."""
     if not isinstance(value, Choice):
         return value
-    tensors = [option for _, option in value.options if isinstance(option, Val) and (option.is_tensor or option.items is not None)]
+    tensors = [
+        option
+        for _, option in value.options
+        if isinstance(option, Val) and (option.is_tensor or option.items is not None)
+    ]
     if tensors:
         return merge_all(tensors)
     first = value.options[0][1]

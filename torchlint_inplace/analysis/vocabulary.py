@@ -8,19 +8,89 @@ initialisation helpers that write under their own `no_grad`.
 
 # Tensor methods whose result is not a tensor.
 NON_TENSOR_METHODS = frozenset(
-    {"size", "dim", "numel", "item", "tolist", "stride", "data_ptr", "element_size", "nelement", "is_contiguous",
-     "is_floating_point", "is_complex", "get_device", "storage_offset", "ndimension", "untyped_storage", "storage",
-     "numpy", "backward", "register_hook", "retain_grad", "__len__", "equal", "allclose"}
+    {
+        "size",
+        "dim",
+        "numel",
+        "item",
+        "tolist",
+        "stride",
+        "data_ptr",
+        "element_size",
+        "nelement",
+        "is_contiguous",
+        "is_floating_point",
+        "is_complex",
+        "get_device",
+        "storage_offset",
+        "ndimension",
+        "untyped_storage",
+        "storage",
+        "numpy",
+        "backward",
+        "register_hook",
+        "retain_grad",
+        "__len__",
+        "equal",
+        "allclose",
+    }
 )
 # Attributes that describe a tensor without reading its values: reading them is no read of the
 # values an in-place write changed.
 METADATA_ATTRIBUTES = frozenset(
-    {"shape", "dtype", "device", "ndim", "is_cuda", "layout", "requires_grad", "is_leaf", "names", "itemsize", "nbytes", "grad_fn", "is_sparse"}
+    {
+        "shape",
+        "dtype",
+        "device",
+        "ndim",
+        "is_cuda",
+        "layout",
+        "requires_grad",
+        "is_leaf",
+        "names",
+        "itemsize",
+        "nbytes",
+        "grad_fn",
+        "is_sparse",
+    }
 )
-METADATA_METHODS = frozenset({"size", "dim", "numel", "stride", "nelement", "ndimension", "element_size", "is_contiguous", "is_floating_point", "get_device", "data_ptr", "storage_offset"})
+METADATA_METHODS = frozenset(
+    {
+        "size",
+        "dim",
+        "numel",
+        "stride",
+        "nelement",
+        "ndimension",
+        "element_size",
+        "is_contiguous",
+        "is_floating_point",
+        "get_device",
+        "data_ptr",
+        "storage_offset",
+    }
+)
 
-NON_CONTIGUOUS_VIEWS = frozenset({"transpose", "permute", "t", "T", "mT", "H", "mH", "movedim", "moveaxis", "swapaxes", "swapdims", "expand", "expand_as"})
-GRAD_OFF = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.inference_mode"})
+NON_CONTIGUOUS_VIEWS = frozenset(
+    {
+        "transpose",
+        "permute",
+        "t",
+        "T",
+        "mT",
+        "H",
+        "mH",
+        "movedim",
+        "moveaxis",
+        "swapaxes",
+        "swapdims",
+        "expand",
+        "expand_as",
+    }
+)
+GRAD_OFF = frozenset(
+    {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.inference_mode"}
+)
 INFERENCE_MODE = frozenset({"torch.inference_mode", "torch.autograd.inference_mode"})
 GRAD_ON = frozenset({"torch.enable_grad", "torch.autograd.enable_grad"})
 SET_GRAD = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled"})
