@@ -9,12 +9,11 @@ default-on, so that a user who turns the option on is warned, but carries severi
 
 from __future__ import annotations
 
-import importlib.util
+import ast
 import json
 from pathlib import Path
 
 import jsonschema
-import pytest
 
 from torchlint_inplace import api
 from torchlint_inplace.diagnostics import Severity
@@ -106,31 +105,40 @@ def test_a_forward_picked_by_configuration_holds_under_the_pick() -> None:
 OPTION_GUARDED = Path(__file__).resolve().parent.parent / "fixtures" / "precision" / "option_guarded_paths.py"
 
 
+def _without_option_drivers(text: str) -> str:
+    """The fixture as a library file is: its classes and default drivers, without the `raises_`
+    drivers whose calls turn the options on."""
+    lines = text.splitlines(keepends=True)
+    for node in reversed(ast.parse(text).body):
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("raises_"):
+            assert node.end_lineno is not None
+            del lines[node.lineno - 1 : node.end_lineno]
+    return "".join(lines)
+
+
+def _graded(text: str) -> list[tuple[str, int, Severity, list[str]]]:
+    findings = api.lint_source(text, OPTION_GUARDED)
+    return [(finding.code, finding.line, finding.severity, finding.conditions) for finding in findings]
+
+
 def test_paths_only_a_non_default_option_reaches_are_stated_warnings() -> None:
     """A `forward` nobody calls runs with its options open; a method its siblings call only
     under an option (esm's `_inference_forward`) holds only if it runs, and says so."""
-    findings = api.lint_source(OPTION_GUARDED.read_text(encoding="utf-8"), OPTION_GUARDED)
-    assert [(finding.code, finding.severity, finding.conditions) for finding in findings] == [
-        ("TIP001", Severity.WARNING, ["`inplace` is true (default False)"]),
+    assert _graded(_without_option_drivers(OPTION_GUARDED.read_text(encoding="utf-8"))) == [
+        ("TIP001", 23, Severity.WARNING, ["`inplace` is true (default False)"]),
         (
             "TIP003",
+            35,
             Severity.WARNING,
             ["`_inference_forward` runs (its callers here do not call it with their defaults)"],
         ),
     ]
 
 
-def test_the_option_guarded_paths_raise_when_the_option_is_on() -> None:
-    """The label, by running: with the options on, backward() raises; the file's own drivers run
-    the defaults, which do not."""
-    torch = pytest.importorskip("torch")
-    spec = importlib.util.spec_from_file_location("option_guarded_paths", OPTION_GUARDED)
-    assert spec is not None and spec.loader is not None
-    fixture = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fixture)
-    fixture.safe_gate_by_default()
-    fixture.safe_trunk_by_default()
-    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
-        fixture.Gate()(torch.randn(4, requires_grad=True), inplace=True).sum().backward()
-    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
-        fixture.TriangleUpdate()(torch.randn(2, 4, requires_grad=True) * 1.0, inplace_safe=True).sum().backward()
+def test_a_call_that_turns_the_option_on_makes_the_finding_an_error() -> None:
+    """The fixture's `raises_` drivers pass the options (and prove the labels by running): the
+    paths are reached, so nothing is assumed."""
+    assert _graded(OPTION_GUARDED.read_text(encoding="utf-8")) == [
+        ("TIP001", 23, Severity.ERROR, []),
+        ("TIP003", 35, Severity.ERROR, []),
+    ]

@@ -331,7 +331,7 @@ class CallEvaluator:
             else:
                 result = self.opaque_result(args, state)
         elif module.kind is None:
-            result = self.opaque_result(args, state, parameters=True)
+            result = self.opaque_result(args, state, module_call=call)
         else:
             result = self.modules.apply_torch(module, call, args, state, label)
         if module.ident in state.hooked and is_tensor(result):
@@ -975,7 +975,7 @@ class CallEvaluator:
         """A call into project code: run it with these arguments and apply what the run did."""
         run = self.i.engine.run(self.i, ref, args, bound, state)
         if run is None:
-            return self.opaque_result(args, state, parameters=bound is not None)
+            return self.opaque_result(args, state, module_call=call if bound is not None else None)
         summary, binding = run
         self.i.children.append(summary)
         return self.apply_summary(summary, binding, ref, call, args, state, bound, apply_writes)
@@ -1191,17 +1191,18 @@ class CallEvaluator:
                 mapping[storage] = fresh
         return replace(fresh, items=items) if items is not None else fresh
 
-    def opaque_result(self, args: Args, state: State, parameters: bool = False) -> Value:
+    def opaque_result(self, args: Args, state: State, module_call: cst.Call | None = None) -> Value:
         """What a call into code we cannot see returns: a tensor (or tuple of them) made from its
-        inputs. The graph it leaves through may hold parameters (an unknown module's): a record
-        stands for them, so that a step between two backwards through it is seen."""
+        inputs. The graph it leaves through may hold parameters (an unknown module's, called at
+        `module_call`): a record stands for them, so that a step between two backwards through it
+        is seen, and names that call as where the loss was computed."""
         tensors = args.tensors()
         if not tensors:
             return NOT_TENSOR
         result = self.i.new_tensor(tensors)
         state.escaped |= graph_of(Val(items=tuple(args.values())))
-        if parameters and self.i.grad_enabled:
-            record = self.i.save(state, NOT_TENSOR, "a module", "its parameters", None, storages=fresh_storage())
+        if module_call is not None and self.i.grad_enabled:
+            record = self.i.save(state, NOT_TENSOR, "a module", "its parameters", module_call, storages=fresh_storage())
             result = replace(result, graph=result.graph | {record.order})
         return replace(result, opaque=True)
 
