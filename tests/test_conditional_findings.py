@@ -106,7 +106,7 @@ OPTION_GUARDED = Path(__file__).resolve().parent.parent / "fixtures" / "precisio
 
 
 def _without_option_drivers(text: str) -> str:
-    """The fixture as a library file is: its classes and default drivers, without the `raises_`
+    """A fixture as a library file is: its classes and default drivers, without the `raises_`
     drivers whose calls turn the options on."""
     lines = text.splitlines(keepends=True)
     for node in reversed(ast.parse(text).body):
@@ -116,8 +116,8 @@ def _without_option_drivers(text: str) -> str:
     return "".join(lines)
 
 
-def _graded(text: str) -> list[tuple[str, int, Severity, list[str]]]:
-    findings = api.lint_source(text, OPTION_GUARDED)
+def _graded(text: str, path: Path = OPTION_GUARDED) -> list[tuple[str, int, Severity, list[str]]]:
+    findings = api.lint_source(text, path)
     return [(finding.code, finding.line, finding.severity, finding.conditions) for finding in findings]
 
 
@@ -141,4 +141,13 @@ def test_a_call_that_turns_the_option_on_makes_the_finding_an_error() -> None:
     assert _graded(OPTION_GUARDED.read_text(encoding="utf-8")) == [
         ("TIP001", 23, Severity.ERROR, []),
         ("TIP003", 35, Severity.ERROR, []),
+    ]
+
+
+def test_an_optional_tensor_argument_states_that_it_is_set() -> None:
+    """`target_embedding: torch.Tensor | None = None` (SAM's two-way transformer): annotated as
+    a tensor, still None unless a caller passes one."""
+    path = OPTION_GUARDED.with_name("optional_tensor_argument.py")
+    assert _graded(_without_option_drivers(path.read_text(encoding="utf-8")), path) == [
+        ("TIP003", 36, Severity.ERROR, ["`target_embedding` is set"])
     ]

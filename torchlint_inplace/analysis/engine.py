@@ -585,14 +585,8 @@ class Engine:
             if name in lists:
                 grad = Grad.MAYBE if entry else Grad.UNKNOWN
                 values[name] = Val(items=(Val(fresh_storage(), grad, origin=node),))
-            elif name in tensors:
-                values[name] = Val(fresh_storage(), tensors[name], origin=node)
-            elif (
-                entry
-                and _defaults_to_none(param)
-                and annotation_text(param)
-                in ("", "Optional[Tensor]", "Optional[torch.Tensor]", "Tensor|None", "torch.Tensor|None")
-            ):
+            elif entry and _defaults_to_none(param) and (name in tensors or not annotation_text(param)):
+                # `target_embedding: Tensor | None = None`: set or not, and the finding says which
                 given = Assumption(f"{name}", "is None", False)
                 values[name] = Choice(
                     (
@@ -600,6 +594,8 @@ class Engine:
                         (frozenset({given}), Val(fresh_storage(), Grad.MAYBE, origin=node)),
                     )
                 )
+            elif name in tensors:
+                values[name] = Val(fresh_storage(), tensors[name], origin=node)
             else:
                 continue  # its default, or a configuration value nobody passed
         return values

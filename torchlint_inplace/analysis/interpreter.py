@@ -1172,9 +1172,9 @@ class FunctionInterpreter:
                 kept = self.known_slice(expr.slice[0].slice, state)  # `rep[1:]`: the items it keeps
                 return replace(base, cell=None, items=base.items[kept] if kept is not None else base.items)
             return element_of(base)
-        if not is_tensor(base) or string_index(expr):
+        base = collapse(base)  # an option may itself be a choice (an optional tensor)
+        if not isinstance(base, Val) or not base.is_tensor or string_index(expr):
             return NOT_TENSOR  # `args["stride"]`: a dict, whatever we thought it was
-        assert isinstance(base, Val)
         if base.opaque and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
             return base.part()  # `outputs[1]` of a module we cannot see: likely a tuple element
         # Basic indexing returns a view; indexing with a tensor or a list copies.

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import count
 
-from .conditions import Assumption, Condition
+from .conditions import Assumption, Condition, consistent
 from .values import NOT_TENSOR, Choice, Val, Value, is_tensor, merge_values, reachable
 
 _record_order = count()
@@ -97,9 +97,14 @@ class State:
         return frozenset(self.assumed.values())
 
     def saves_of(self, val: Val) -> list[SaveRecord]:
+        """The live saves of the tensors `val` may be, less those made only on paths where it
+        is not that tensor (`val.bound_when`)."""
         found: set[SaveRecord] = set()
+        bound_when = dict(val.bound_when)
         for storage in val.storages:
-            found |= self.saves.get(storage, frozenset())
+            records = self.saves.get(storage, frozenset())
+            when = bound_when.get(storage)
+            found |= records if when is None else {record for record in records if consistent(record.condition | when)}
         return sorted((record for record in found if record.order not in self.freed), key=lambda record: record.order)
 
     def add_save(self, val: Val, record: SaveRecord) -> None:

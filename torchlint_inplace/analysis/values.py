@@ -63,6 +63,9 @@ class Val:
     # (loop, round) for an element a loop of unknown rounds drew from a container: the elements
     # of different rounds are different tensors, though their abstract storages are the same.
     round: tuple[int, int] | None = field(default=None, compare=False, hash=False)
+    # (storage, condition) for a storage the name holds only on some paths: after `if flag: h =
+    # fresh` the old `h` is held only when `not flag`, so a save made under `flag` never met it.
+    bound_when: tuple[tuple[int, Condition], ...] = field(default=(), compare=False, hash=False)
 
     @property
     def is_tensor(self) -> bool:
@@ -255,7 +258,7 @@ def merge_values(
             else:  # a list that grew on one path: one element standing for all of them
                 items = (merge_all(a.items + b.items),) if a.items or b.items else ()
             return replace(_merge_tensors(a, b), items=items, cell=cell)
-        return _merge_tensors(a, b)
+        return replace(_merge_tensors(a, b), bound_when=_bound_when(a, b, when_a, when_b))
     if isinstance(a, Val) and not a.is_tensor and a.items is None:
         return b  # nothing known on one side: keep what the other knows
     if isinstance(b, Val) and not b.is_tensor and b.items is None:
@@ -283,6 +286,22 @@ def _options(value: Value, when: Condition) -> list[tuple[Condition, Value]]:
     if isinstance(value, Choice):
         return [(condition | when, option) for condition, option in value.options]
     return [(when, value)]
+
+
+def _bound_when(a: Val, b: Val, when_a: Condition, when_b: Condition) -> tuple[tuple[int, Condition], ...]:
+    """Each storage's path condition after the merge: that of the one path that holds it, or
+    what both paths that hold it agree on."""
+    if not (when_a or when_b or a.bound_when or b.bound_when):
+        return ()
+    known_a, known_b = dict(a.bound_when), dict(b.bound_when)
+    bound = []
+    for storage in sorted(a.storages | b.storages):
+        in_a = known_a.get(storage, frozenset()) | when_a if storage in a.storages else None
+        in_b = known_b.get(storage, frozenset()) | when_b if storage in b.storages else None
+        condition = in_a & in_b if in_a is not None and in_b is not None else in_a or in_b
+        if condition:
+            bound.append((storage, condition))
+    return tuple(bound)
 
 
 def _merge_tensors(a: Val, b: Val) -> Val:
