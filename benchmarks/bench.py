@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from multiprocessing import Pool
 from pathlib import Path
 
-from torchlint_inplace import api, config, prepass, registry, source
+from torchlint_inplace import api, config, registry, source
+from torchlint_inplace.analysis import prepass
 from torchlint_inplace.discovery import discover
 from torchlint_inplace.parallel import default_jobs
 

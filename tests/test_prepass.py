@@ -21,7 +21,8 @@ import prepass_sample as sample
 import pytest
 from support import every_rule
 
-from torchlint_inplace import prepass, registry, source
+from torchlint_inplace import registry, source
+from torchlint_inplace.analysis import prepass
 from torchlint_inplace.analysis.model import Form
 from torchlint_inplace.analysis.torch_facts import TorchFacts
 from torchlint_inplace.api import lint_source

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from . import analysis, notebook, registry, source
 from .add_noqa import annotate
+from .analysis.prepass import PrePass
 from .config import Configuration, Resolver, Settings
 from .diagnostics import Finding, RunWarning, not_checked
 from .discovery import discover
@@ -41,7 +42,6 @@ from .fixes.apply import FileFix, FixedText, encode, fix_read, fix_text, selecte
 from .fixes.run import after_fixes, dropped, fix_files, write_fixes
 from .linting import Checker, FileResult, Rules, RunOptions, SourceAnalysis, lint_text
 from .parallel import check_in_parallel
-from .prepass import PrePass
 
 # Fewer files than this are checked in-process: starting workers would cost more than it saves.
 PARALLEL_FROM = 8

@@ -24,11 +24,11 @@ from pathlib import Path
 import libcst as cst
 
 from . import analysis, noqa, notebook, source
+from .analysis.prepass import PrePass
 from .cache import ResultsCache
 from .config import Settings
 from .diagnostics import NOT_CHECKED_CODE, Finding, not_checked
 from .globs import matches_path
-from .prepass import PrePass
 from .rule import FormRule, Rule
 
 # A parsed file is hundreds of thousands of small objects and none of them forms a cycle, yet at

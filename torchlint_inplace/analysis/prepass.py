@@ -74,17 +74,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import source
-from .analysis.classes import AUTOGRAD_FUNCTION_BASES
-from .analysis.imports import _CANONICAL_PREFIXES
-from .analysis.project import _module_file, absolute_import_bases, key_of
-from .analysis.torch_facts import torch_facts
-from .analysis.vocabulary import GRAD_OFF as _GRAD_OFF
-from .analysis.vocabulary import GRAD_ON as _GRAD_ON
-from .analysis.vocabulary import NON_TENSOR_METHODS as _NON_TENSOR_METHODS
-from .analysis.vocabulary import SAFE_INPLACE_PREFIXES as _SAFE_INPLACE_PREFIXES
-from .analysis.vocabulary import SET_GRAD as _SET_GRAD
-from .recursion import deep_recursion
+from .. import source
+from ..recursion import deep_recursion
+from .classes import AUTOGRAD_FUNCTION_BASES
+from .imports import _CANONICAL_PREFIXES
+from .project import _module_file, absolute_import_bases, key_of
+from .torch_facts import torch_facts
+from .vocabulary import GRAD_OFF as _GRAD_OFF
+from .vocabulary import GRAD_ON as _GRAD_ON
+from .vocabulary import NON_TENSOR_METHODS as _NON_TENSOR_METHODS
+from .vocabulary import SAFE_INPLACE_PREFIXES as _SAFE_INPLACE_PREFIXES
+from .vocabulary import SET_GRAD as _SET_GRAD
 
 _GRAD_ON_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in _GRAD_ON | _SET_GRAD)
 _FUNCTION_BASE_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in AUTOGRAD_FUNCTION_BASES)
