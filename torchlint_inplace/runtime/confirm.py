@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
+from .. import layout
 from ..diagnostics import CONFIRMATION, NOT_CHECKED_CODE, Finding
 from .fixed import fix_to_json
 
@@ -51,7 +52,6 @@ FIXED_ENVIRONMENT = {
     "MPLBACKEND": "Agg",
     "TORCHLINT_INPLACE_CONFIRM": "1",  # lets a project tell it is being confirmed
 }
-PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 NO_TORCH = "not run: --confirm needs torch (pip install 'torchlint-inplace[runtime]')"
 
 
@@ -70,14 +70,7 @@ def torch_installed() -> bool:
 def project_root(path: Path) -> Path:
     """The working directory a file's code expects: its project's root (the nearest folder with
     a pyproject.toml, setup.py, setup.cfg or .git), else above its outermost package."""
-    path = Path(os.path.abspath(path))
-    for folder in path.parents:
-        if any((folder / marker).exists() for marker in PROJECT_MARKERS):
-            return folder
-    folder = path.parent
-    while (folder / "__init__.py").exists():
-        folder = folder.parent
-    return folder
+    return layout.project_root(path) or layout.import_root(path)
 
 
 def _environment() -> dict[str, str]:

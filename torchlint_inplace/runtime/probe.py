@@ -21,6 +21,7 @@ import functools
 import importlib
 import importlib.util
 import inspect
+import os
 import re
 import signal
 import sys
@@ -36,6 +37,7 @@ import torch
 from torch import nn
 
 from ..diagnostics import Fix
+from ..layout import package_root
 from . import inputs
 from .construction import recording_builds
 from .fixed import fixed_copy, standing_in
@@ -91,9 +93,7 @@ class Request:
 
 def import_file(path: Path) -> ModuleType:
     """Imports `path`, as part of its package when it sits in one (relative imports work)."""
-    root, folder = None, path.parent
-    while (folder / "__init__.py").exists():
-        root, folder = folder, folder.parent
+    root = package_root(path)
     if root is None:
         sys.path.insert(0, str(path.parent))
         spec = importlib.util.spec_from_file_location("__confirmed__", path)
@@ -104,18 +104,11 @@ def import_file(path: Path) -> ModuleType:
         spec.loader.exec_module(module)
         return module
     sys.path.insert(0, str(root.parent))
-    return importlib.import_module(_dotted(path, root.parent))
+    return importlib.import_module(_dotted(Path(os.path.abspath(path)), root.parent))
 
 
 def _dotted(path: Path, base: Path) -> str:
     return ".".join(path.relative_to(base).with_suffix("").parts).removesuffix(".__init__")
-
-
-def _package_root(path: Path) -> Path | None:
-    root, folder = None, path.parent
-    while (folder / "__init__.py").exists():
-        root, folder = folder, folder.parent
-    return root
 
 
 @dataclass
@@ -176,7 +169,7 @@ def callers(path: Path, tree: ast.Module, module: ModuleType, lines: list[int]) 
         if node.name not in names and _mentions(node, names):
             found += 1
             yield Driver(functools.partial(_attribute, module, node.name), node.name, [])
-    root = _package_root(path)
+    root = package_root(path)
     if root is None:
         return
     word = re.compile(r"\b(" + "|".join(map(re.escape, sorted(names))) + r")\b")
