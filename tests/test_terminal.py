@@ -131,6 +131,9 @@ def test_ctrl_c_in_the_middle_of_a_parallel_run_exits_130_with_one_line(tmp_path
         stderr=subprocess.PIPE,
         env=_environment(),
         text=True,
+        # A suite started in the background by a non-interactive shell inherits SIGINT ignored,
+        # and Python then keeps ignoring it: the command would rightly run to the end.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert process.stderr is not None
     first = process.stderr.readline()

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from .syntax import keyword_of
-from .values import NOT_TENSOR, DictVal, Module, Val, Value, collapse, tensors_in
+from .syntax import is_integer_annotation, keyword_of
+from .values import NOT_TENSOR, DictVal, Module, Val, Value, as_integer, collapse, tensors_in
 
 
 @dataclass
@@ -140,5 +140,8 @@ def bind(func: cst.FunctionDef, args: Args, skip: int) -> Binding:
         values[params.star_kwarg.name.value] = DictVal(
             tuple((key, value) for key, value in rest.items() if not key.startswith("\0"))
         )
+    for param in (*positional_params, *params.kwonly_params):
+        if param.name.value in values and is_integer_annotation(param.annotation):
+            values[param.name.value] = as_integer(values[param.name.value])
     missing = [param for param in (*positional_params, *params.kwonly_params) if param.name.value not in values]
     return Binding(values, exprs, missing)

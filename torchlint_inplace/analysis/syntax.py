@@ -22,6 +22,38 @@ def evaluated_literal(text: str) -> object:
     return ast.literal_eval(text)
 
 
+_INTEGER_TENSOR_TYPES = frozenset(
+    f"{prefix}{name}Tensor"
+    for prefix in ("", "torch.", "th.", "torch.cuda.")
+    for name in ("Long", "Int", "Short", "Char", "Byte", "Bool")
+)
+
+
+def is_integer_annotation(annotation: cst.Annotation | None) -> bool:
+    """`torch.LongTensor`, `Optional[torch.BoolTensor]`, `torch.IntTensor | None`: the legacy
+    typed-tensor names say the dtype, and an integer or boolean tensor never requires grad."""
+    if annotation is None:
+        return False
+    expr: cst.BaseExpression = annotation.annotation
+    while True:
+        if isinstance(expr, cst.SimpleString):
+            return expr.raw_value.replace(" ", "").removeprefix("Optional[").removesuffix("]").removesuffix(
+                "|None"
+            ) in _INTEGER_TENSOR_TYPES
+        if isinstance(expr, cst.Subscript) and dotted(expr.value) in ("Optional", "typing.Optional"):
+            element = expr.slice[0].slice if len(expr.slice) == 1 else None
+            if not isinstance(element, cst.Index):
+                return False
+            expr = element.value
+        elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.BitOr):
+            sides = [side for side in (expr.left, expr.right) if not (isinstance(side, cst.Name) and side.value == "None")]
+            if len(sides) != 1:
+                return False
+            expr = sides[0]
+        else:
+            return dotted(expr) in _INTEGER_TENSOR_TYPES
+
+
 def literal(expr: cst.BaseExpression) -> bool | None:
     if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
         return expr.value == "True"

@@ -333,6 +333,16 @@ def in_round(value: Value, round: tuple[int, int]) -> Value:
     return replace(value, items=items, round=round if value.is_tensor else value.round)
 
 
+def as_integer(value: Value) -> Value:
+    """A value bound where an annotation says integer tensor (`input_ids: torch.LongTensor`):
+    whatever the caller's tensor is, token ids and masks never require grad."""
+    if isinstance(value, Choice):
+        return Choice(tuple((condition, as_integer(option)) for condition, option in value.options))
+    if not isinstance(value, Val) or not value.is_tensor:
+        return value
+    return replace(value, grad=Grad.NO, dtype=value.dtype or "int64", graph=frozenset())
+
+
 def other_round(a: Val, b: Val) -> bool:
     """Elements of one loop drawn in different rounds: different tensors."""
     return a.round is not None and b.round is not None and a.round[0] == b.round[0] and a.round != b.round
