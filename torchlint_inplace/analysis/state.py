@@ -8,9 +8,11 @@ which parts of the graph left the function other than by its return value.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import count
 
+from ..diagnostics import Related
 from .conditions import Assumption, Condition, consistent
 from .values import NOT_TENSOR, Choice, Val, Value, is_tensor, merge_values, reachable
 
@@ -59,7 +61,8 @@ class PendingWrite:
     action: str
     written: str
     condition: Condition = frozenset()
-    related: tuple = ()  # diagnostics.Related: the call that ran an in-place module built elsewhere
+    # The call that ran an in-place module built elsewhere, as a related location.
+    related: tuple[Callable[[], Related], ...] = ()
     flag: object = None  # the literal `inplace=True` a fix switches off
 
 

@@ -11,6 +11,7 @@ that differs between the paths of a branch is a `Choice`, each option under its 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from itertools import count
@@ -430,7 +431,7 @@ def element_of(value: Value) -> Value:
     return NOT_TENSOR
 
 
-def merge_all(values) -> Value:
+def merge_all(values: Iterable[Value]) -> Value:
     merged: Value | None = None
     for value in values:
         merged = value if merged is None else merge_values(merged, value)
