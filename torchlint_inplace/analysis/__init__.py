@@ -10,6 +10,8 @@ building an in-place module), the files that import it are read as callers too.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import libcst as cst
 
 from ..recursion import deep_recursion
@@ -34,7 +36,7 @@ def analyze(module: cst.Module, path: str, project: Project | None = None, previ
     return FileAnalysis(path, module, mutations, preview, dependencies, frozenset(project.scanned_roots))
 
 
-def _one_per_write(mutations) -> list[Mutation]:
+def _one_per_write(mutations: Iterable[Mutation]) -> list[Mutation]:
     """One finding per write: a proven one over one only suspected, an unconditional one over a
     conditional one, an error over silent damage, else the first met."""
     chosen: dict[tuple[int, Form], Mutation] = {}

@@ -6,12 +6,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from .syntax import is_integer_annotation, keyword_of
 from .values import NOT_TENSOR, DictVal, Module, Val, Value, as_integer, collapse, tensors_in
+
+if TYPE_CHECKING:
+    from .state import State
 
 
 @dataclass
@@ -68,7 +73,7 @@ def spread(value: Value) -> list[Value] | None:
     return None
 
 
-def evaluate(call: cst.Call, evaluate_expr, state) -> Args:
+def evaluate(call: cst.Call, evaluate_expr: Callable[[cst.BaseExpression, State], Value], state: State) -> Args:
     args = Args()
     for arg in call.args:
         value = evaluate_expr(arg.value, state)
@@ -95,9 +100,9 @@ def evaluate(call: cst.Call, evaluate_expr, state) -> Args:
                 if tensors_in(value):
                     args.keywords["\0spread"] = value
                     args.keyword_exprs["\0spread"] = None
-        elif keyword_of(arg) is not None:
-            args.keywords[keyword_of(arg)] = value  # type: ignore[index]
-            args.keyword_exprs[keyword_of(arg)] = arg.value  # type: ignore[index]
+        elif (keyword := keyword_of(arg)) is not None:
+            args.keywords[keyword] = value
+            args.keyword_exprs[keyword] = arg.value
         else:
             args.positional.append(value)
             args.positional_exprs.append(arg.value)

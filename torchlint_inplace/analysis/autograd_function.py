@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import partial
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -17,6 +18,9 @@ from .hazards import RAISES_AT_BACKWARD
 from .model import Form, Mutation, Reason
 from .state import Site, State
 from .values import Val, Value
+
+if TYPE_CHECKING:
+    from .project import FileContext
 
 
 @dataclass
@@ -30,7 +34,7 @@ class _Write:
 
 @dataclass
 class FunctionContract:
-    ctx: object  # project.FileContext
+    ctx: FileContext
     inputs: dict[str, frozenset[int]]
     writes: list[_Write] = field(default_factory=list)
     dirty: list[tuple[cst.CSTNode, str, frozenset[int]]] = field(default_factory=list)

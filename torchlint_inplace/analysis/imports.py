@@ -34,6 +34,13 @@ def _module_name(node: cst.BaseExpression) -> str:
     return dotted(node) or ""
 
 
+def _bound_name(asname: cst.AsName) -> str:
+    """The name `import a as b` binds: the parser gives an import's alias only as a name."""
+    name = asname.name
+    assert isinstance(name, cst.Name)  # `AsName` is shared with `with ... as (a, b)`; imports bind names
+    return name.value
+
+
 class Imports:
     def __init__(self) -> None:
         self.aliases: dict[str, str] = {}
@@ -45,7 +52,7 @@ class Imports:
             for alias in node.names:
                 full = _module_name(alias.name)
                 if alias.asname is not None:
-                    self.aliases[alias.asname.name.value] = full
+                    self.aliases[_bound_name(alias.asname)] = full
                 else:
                     head = full.split(".")[0]
                     self.aliases[head] = head
@@ -56,12 +63,12 @@ class Imports:
         if node.relative:
             for alias in node.names:
                 name = _module_name(alias.name)
-                local = alias.asname.name.value if alias.asname is not None else name
+                local = _bound_name(alias.asname) if alias.asname is not None else name
                 self.relative[local] = (len(node.relative), base, name)
             return
         for alias in node.names:
             name = alias.name.value if isinstance(alias.name, cst.Name) else _module_name(alias.name)
-            local = alias.asname.name.value if alias.asname is not None else name
+            local = _bound_name(alias.asname) if alias.asname is not None else name
             self.aliases[local] = f"{base}.{name}"
 
     def qualname(self, expr: cst.BaseExpression) -> str | None:

@@ -11,8 +11,9 @@ literal a user edits, else the call that built the module) is kept: findings poi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import libcst as cst
 
@@ -66,11 +67,12 @@ class ModuleFactory:
             value = args.get(writer)
             if value is not None and not (isinstance(value, Const) and value.value is None):
                 config.append((writer, value))
-                culprit = culprit or Site(self.i.ctx.path, call)
+                # Only a call-less instance (its class's defaults) has no call, and then no arguments.
+                culprit = culprit or Site(self.i.ctx.path, cast(cst.Call, call))
         params = fresh_storage() if kind in self.facts.module_parameters else frozenset()
         return Module(kind, kind, writes, culprit, flag, params=params, config=tuple(config), origin=origin)
 
-    def container(self, kind: str, args: Args, origin: object) -> Module:
+    def container(self, kind: str, args: Args, origin: cst.CSTNode | None) -> Module:
         items: list[Value] = []
         keys: list[str] | None = None
         for value in args.positional:
@@ -94,7 +96,7 @@ class ModuleFactory:
 
     def inplace_flag(
         self, kind: str, args: Args, call: cst.Call | None, state: State
-    ) -> tuple[Condition | None, object, object]:
+    ) -> tuple[Condition | None, Site | None, cst.CSTNode | None]:
         """Whether the module writes its input, under which condition, where that was decided
         (a `Site`), and the literal to switch off."""
         index = self.facts.inplace_modules.get(kind)
@@ -113,7 +115,7 @@ class ModuleFactory:
             # The literal a user edits: the finding points at the call it is written in (else at
             # the literal itself: a `partial`, a dict of arguments), and its fix switches it off.
             written_here = call is not None and any(arg.value is literal.origin for arg in call.args)
-            node = call if written_here else literal.origin
+            node = call if call is not None and written_here else literal.origin
             return condition, Site(literal.origin_path or self.i.ctx.path, node), literal.origin
         return condition, Site(self.i.ctx.path, call) if call is not None else None, None
 
@@ -291,7 +293,9 @@ class ModuleFactory:
             if records_before is not None:
                 state.saves[storage] = records_before
 
-    def culprit_site(self, module: Module, call: cst.Call, label: str) -> tuple[Site | None, tuple]:
+    def culprit_site(
+        self, module: Module, call: cst.Call, label: str
+    ) -> tuple[Site | None, tuple[Callable[[], Related], ...]]:
         """Findings on an in-place module point at where its behaviour was decided, with the call
         that ran it as a related location."""
         culprit = module.culprit

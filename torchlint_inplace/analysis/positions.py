@@ -64,7 +64,7 @@ class _SpanRecorder(CodegenState):
         if node not in self.spans:  # a syntactic span recorded inside wins
             self.spans[node] = (start, (self.line, self.column))
 
-    def record_syntactic_position(
+    def record_syntactic_position(  # type: ignore[override]  # the same context manager, without a generator
         self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None, end_node: cst.CSTNode | None = None
     ) -> _Syntactic:
         return _Syntactic(self, node, start_node, end_node)
@@ -100,6 +100,7 @@ class Positions:
 
     _previous: Positions | None = None
     _depth = 0  # how many versions back the spans of kept statements come from
+    _edit: Edit  # set by `edited`: the edit that made this version from `_previous`
 
     def __init__(self, module: cst.Module) -> None:
         recorder = _SpanRecorder(default_indent=module.default_indent, default_newline=module.default_newline)
@@ -120,7 +121,7 @@ class Positions:
         for node in edit.fresh:
             node._codegen(recorder)
         recorder.spans[module] = ((1, 0), edit.end)
-        top = {node: module for node in (*module.header, *module.body, *module.footer)}
+        top: dict[cst.CSTNode, cst.CSTNode] = {node: module for node in (*module.header, *module.body, *module.footer)}
         self._spans, self._previous, self._depth, self._edit = recorder.spans, previous, previous._depth + 1, edit
         self.parents = _Parents({**recorder.parents, **top}, previous.parents)
         return self

@@ -13,9 +13,10 @@ import functools
 import os
 import re
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import libcst as cst
 
@@ -32,6 +33,7 @@ from .torch_facts import TorchFacts, torch_facts
 # imports (5 s and 750 MB each time). Such a file is still checked when it is itself linted.
 MAX_PROJECT_FILE_BYTES = 500_000
 MAX_CALLER_FILES = 4
+T = TypeVar("T")
 _IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[^\n#]*|import[ \t]+[^\n#]+)", re.MULTILINE)
 # A syntax tree costs LibCST 100-600 bytes per character of source (torch's largest file, 1.4 MB
 # of literal tables, is 785 MB of tree), so the trees kept are bounded by the size of their
@@ -104,7 +106,7 @@ def statements(
 def _blocks(node: cst.CSTNode) -> list[tuple[Sequence[cst.CSTNode], cst.ClassDef | None]]:
     if isinstance(node, cst.ClassDef):
         return [(_body(node.body), node)]
-    blocks = []
+    blocks: list[tuple[Sequence[cst.CSTNode], cst.ClassDef | None]] = []
     for attribute in ("body", "orelse", "finalbody"):
         block = getattr(node, attribute, None)
         if isinstance(block, cst.If):
@@ -117,7 +119,10 @@ def _blocks(node: cst.CSTNode) -> list[tuple[Sequence[cst.CSTNode], cst.ClassDef
 
 
 def _body(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
-    return suite.body if isinstance(suite, cst.IndentedBlock) else (cst.SimpleStatementLine(suite.body),)
+    if isinstance(suite, cst.IndentedBlock):
+        return suite.body
+    assert isinstance(suite, cst.SimpleStatementSuite)  # the only other suite
+    return (cst.SimpleStatementLine(suite.body),)
 
 
 def index_module(path: str, module: cst.Module) -> FileContext:
@@ -257,7 +262,7 @@ class Project:
         here = Path(ctx.path)
         root = scan_root(here)
         self.scanned_roots.add(key_of(root))
-        found = []
+        found: list[tuple[FileContext, frozenset[str]]] = []
         name = (
             here.parent.name if here.name == "__init__.py" else here.stem
         )  # a package is imported by its folder's name
@@ -322,7 +327,9 @@ class Project:
             return None
         return self.file(target[0])
 
-    def _resolve(self, ctx: FileContext, name: str, lookup):
+    def _resolve(
+        self, ctx: FileContext, name: str, lookup: Callable[[FileContext, str], T | None]
+    ) -> tuple[FileContext, T] | None:
         local = lookup(ctx, name)
         if local is not None:
             return ctx, local

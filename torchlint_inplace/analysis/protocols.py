@@ -9,23 +9,25 @@ imports one that imports it back.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Protocol
 
 import libcst as cst
 
 if TYPE_CHECKING:
-    from ..diagnostics import Span
+    from ..diagnostics import Related, Span
     from .arguments import Args, Binding
     from .autograd_function import FunctionContract
     from .calls import CallEvaluator
     from .classes import ClassInfo, FunctionRef
     from .conditions import Condition
-    from .model import Form
+    from .hazards import Hazard
+    from .model import Form, Reason
     from .project import FileContext, Project
     from .state import SaveRecord, Site, State
     from .summaries import Summary
-    from .torch_facts import TorchFacts
-    from .values import Module, Val, Value
+    from .torch_facts import OpFacts, TorchFacts
+    from .values import Grad, Module, Val, Value
 
 
 class Engine(Protocol):
@@ -39,6 +41,7 @@ class Engine(Protocol):
     def method_of(self, info: ClassInfo, name: str) -> FunctionRef | None: ...
     def subclass_of(self, info: ClassInfo, base: ClassInfo) -> bool: ...
     def super_of(self, interp: Interpreter) -> Value: ...
+    def locate(self, node: cst.CSTNode | None, prefer: str) -> tuple[str, Span] | None: ...
     def span_of(self, path: str) -> Callable[[cst.CSTNode], Span]: ...
     def run(
         self, interp: Interpreter, ref: FunctionRef, args: Args, bound: Value | None, state: State
@@ -62,7 +65,7 @@ class Interpreter(Protocol):
     extra: Condition
     patches: dict[int, Module]
     param_storages: frozenset[int]
-    children: list
+    children: list[Summary]
     contract: FunctionContract | None
     ctx_name: str | None
     discarded: cst.BaseExpression | None
@@ -70,19 +73,32 @@ class Interpreter(Protocol):
 
     def eval(self, expr: cst.BaseExpression, state: State) -> Value: ...
     def peek(self, expr: cst.BaseExpression, state: State) -> Value: ...
-    def new_tensor(self, inputs: Sequence[Value], grad=None) -> Val: ...
+    def note_blind(self, expr: cst.BaseExpression, value: Value) -> None: ...
+    def new_tensor(self, inputs: Sequence[Value], grad: Grad | None = None) -> Val: ...
     def record_op(
         self,
         op: str,
         label: str,
-        bound: dict,
+        bound: dict[str, Value],
         result: Val,
         node: cst.CSTNode,
         state: State,
-        texts: dict,
-        only=None,
-        facts=None,
+        texts: dict[str, str],
+        only: Callable[[str], bool] | None = None,
+        facts: OpFacts | None = None,
     ) -> Val: ...
+    def save(
+        self,
+        state: State,
+        tensor: Val,
+        op: str,
+        what: str,
+        node: cst.CSTNode,
+        certain: bool = True,
+        storages: frozenset[int] | None = None,
+        condition: Condition = frozenset(),
+    ) -> SaveRecord: ...
+    def regraph(self, target: Val, graph: frozenset[int], state: State) -> None: ...
     def rebind_container(self, expr: cst.BaseExpression, old: Value, new: Value, state: State) -> None: ...
     def inplace_op(
         self,
@@ -92,11 +108,11 @@ class Interpreter(Protocol):
         target: Val,
         state: State,
         action: str,
-        op,
+        op: str | None,
         label: str,
-        others: dict,
-        written=None,
-        chain=None,
+        others: dict[str, Value],
+        written: Value | None = None,
+        chain: cst.CSTNode | None = None,
     ) -> None: ...
     def write(
         self,
@@ -108,25 +124,25 @@ class Interpreter(Protocol):
         action: str,
         hidden_from_reader: bool = False,
         site: Site | None = None,
-        intended_readers=frozenset(),
+        intended_readers: AbstractSet[str | None] = frozenset(),
         condition: Condition = frozenset(),
-        calls: tuple = (),
-        overlap=None,
-        chain=None,
-        flag=None,
+        calls: tuple[Callable[[], Related], ...] = (),
+        overlap: Reason | None = None,
+        chain: cst.CSTNode | None = None,
+        flag: cst.CSTNode | None = None,
     ) -> None: ...
     def emit(
         self,
         form: Form,
         site: Site,
         action: str,
-        hazard,
-        target=None,
+        hazard: Hazard,
+        target: cst.CSTNode | None = None,
         exclusive: bool = False,
         through_view: bool = False,
         condition: Condition = frozenset(),
-        calls: tuple = (),
-        flag=None,
-        chain=None,
+        calls: tuple[Callable[[], Related], ...] = (),
+        flag: cst.CSTNode | None = None,
+        chain: cst.CSTNode | None = None,
         records: Sequence[SaveRecord] = (),
     ) -> None: ...

@@ -34,6 +34,8 @@ from .positions import Edit, derive, line_of
 # A line that continues the compound statement above it rather than starting one.
 _CLAUSE = re.compile(r"(?:else|elif|except|finally)\b")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
+# What a module's body holds: statements that carry their own leading lines.
+_Statement = cst.SimpleStatementLine | cst.BaseCompoundStatement
 
 
 @dataclass(frozen=True)
@@ -148,7 +150,7 @@ def _derive_positions(
     start: int,
     tail: int,
     fresh: list[cst.CSTNode],
-    foot: list[cst.BaseStatement],
+    foot: list[_Statement],
     middle: cst.Module,
 ) -> None:
     """Lets `rebuilt`'s positions come from `old`'s: only the nodes it did not take from
@@ -166,7 +168,7 @@ def _derive_positions(
     derive(rebuilt, old.module, edit)
 
 
-def _lead(statements: list[cst.BaseStatement], lines: Sequence[cst.EmptyLine]) -> list[cst.BaseStatement]:
+def _lead(statements: list[_Statement], lines: Sequence[cst.EmptyLine]) -> list[_Statement]:
     """`statements` with `lines` in front of the first one's leading lines."""
     if not lines:
         return statements
@@ -190,7 +192,7 @@ def _cut(text: str, at: int) -> bool:
     return False
 
 
-def _default_indent(parts: list[tuple[list[cst.BaseStatement], cst.Module]]) -> str | None:
+def _default_indent(parts: list[tuple[list[_Statement], cst.Module]]) -> str | None:
     """The module's indentation as the parser detects it, the first indented block's, when each
     part's blocks were parsed with that same default (a block at the default has no indent of
     its own); None where that is not so or not known."""

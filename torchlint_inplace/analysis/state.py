@@ -8,11 +8,19 @@ which parts of the graph left the function other than by its return value.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import count
+from typing import TYPE_CHECKING
 
 from .conditions import Assumption, Condition, consistent
 from .values import NOT_TENSOR, Choice, Val, Value, is_tensor, merge_values, reachable
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from ..diagnostics import Related
+    from .model import Form
 
 _record_order = count()
 
@@ -32,7 +40,7 @@ class SaveRecord:
 
     op: str  # how the user wrote the op: `*`, `torch.sigmoid`, `self.fc` (Linear)
     what: str  # the saved operand as written, or "its result"
-    node: object = field(compare=False, hash=False)
+    node: cst.CSTNode = field(compare=False, hash=False)
     certain: bool = True  # False when only tensors of unknown provenance made the op save
     order: int = field(default_factory=next_order)
     storages: frozenset[int] = field(default=frozenset(), compare=False, hash=False)
@@ -46,7 +54,7 @@ class Site:
     """Where a finding is reported: the node, and the file it lives in (a callee's may differ)."""
 
     path: str
-    node: object
+    node: cst.CSTNode
 
 
 @dataclass(frozen=True)
@@ -54,13 +62,14 @@ class PendingWrite:
     """A hidden in-place write (an inplace activation, a callee writing its argument) whose
     damage shows only if an alias bound before it is read afterwards."""
 
-    form: object
+    form: Form
     site: Site
     action: str
     written: str
     condition: Condition = frozenset()
-    related: tuple = ()  # diagnostics.Related: the call that ran an in-place module built elsewhere
-    flag: object = None  # the literal `inplace=True` a fix switches off
+    # The call that ran an in-place module built elsewhere, as a related location.
+    related: tuple[Callable[[], Related], ...] = ()
+    flag: cst.CSTNode | None = None  # the literal `inplace=True` a fix switches off
 
 
 @dataclass(frozen=True)

@@ -11,25 +11,33 @@ so that a file's analysis reports exactly what its own entry points reach.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .conditions import Condition
 from .state import SaveRecord, Site, State
-from .values import DictVal, Val, Value
+from .values import DictVal, Module, Val, Value
 
-Slot = tuple  # (argument index, item index or dict key, ...): a tensor reached through an argument
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from ..diagnostics import Related
+    from .model import Form, Mutation
+
+Slot = tuple[object, ...]  # (argument index, item index or dict key, ...): a tensor reached through an argument
 
 
 @dataclass(frozen=True)
 class ParamWrite:
     slot: Slot
     site: Site
-    form: object  # model.Form of the write inside the callee
+    form: Form  # of the write inside the callee
     action: str
     via_activation: bool  # done by an inplace=True activation: the caller's call is TIP004
     grad_enabled: bool  # the callee's own grad mode there: under its no_grad a leaf may be written
     condition: Condition = frozenset()
-    related: tuple = ()
+    related: tuple[Callable[[], Related], ...] = ()
 
 
 @dataclass(eq=False)
@@ -43,15 +51,15 @@ class Summary:
     self_updates: dict[str, Value] = field(default_factory=dict)  # `self.<name>` bound by the callee
     cell_updates: dict[Slot, Value] = field(default_factory=dict)  # lists/dicts passed in and filled
     stable_saves: list[tuple[frozenset[int], SaveRecord]] = field(default_factory=list)  # on parameters
-    mutations: list = field(default_factory=list)  # model.Mutation the run proves by itself
+    mutations: list[Mutation] = field(default_factory=list)  # the findings the run proves by itself
     children: list[Summary] = field(default_factory=list)  # runs it reached
     files: frozenset[str] = frozenset()  # every file this summary was read from
     builds_inplace: bool = False  # returns or binds a module that writes its input: callers decide the damage
     writes_arguments: bool = False
     blind: bool = False  # used an argument nobody passed as an object: callers may prove more
-    node: object = None  # the function this is a run of
+    node: cst.FunctionDef | None = None  # the function this is a run of
     path: str = ""  # the file it lives in
-    patches: dict = field(default_factory=dict)  # modules rewritten through an alias (construction)
+    patches: dict[int, Module] = field(default_factory=dict)  # modules rewritten through an alias (construction)
 
 
 EMPTY = Summary(params=())

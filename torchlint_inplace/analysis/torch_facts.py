@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,7 @@ def _optional_sets(table: dict[str, list[str] | None]) -> dict[str, frozenset[st
     return {name: None if saves is None else frozenset(saves) for name, saves in table.items()}
 
 
-def _conditions(table: dict[str, dict]) -> dict[str, WriteConditions]:
+def _conditions(table: dict[str, dict[str, Any]]) -> dict[str, WriteConditions]:
     return {name: WriteConditions(entry["training_only"], dict(entry["identity"])) for name, entry in table.items()}
 
 

@@ -18,7 +18,7 @@ import libcst as cst
 
 from .hazards import Hazard, step_reason
 from .imports import dotted
-from .model import Form
+from .model import Form, Reason
 from .state import SaveRecord, Site, State, Step, next_order
 from .syntax import keyword_of, literal
 from .values import Optimizer, Params, Value, collapse, graph_of
@@ -62,7 +62,11 @@ class TrainingLoop:
             if not earlier:
                 continue
             first = earlier[0]
-            hazard = Hazard(True, lambda first=first: step_reason(path, loss_text, span_of(first.node), span_of(call)))
+
+            def explain(first: SaveRecord = first) -> Reason:
+                return step_reason(path, loss_text, span_of(first.node), span_of(call))
+
+            hazard = Hazard(True, explain)
             self.i.emit(
                 Form.OPTIMIZER_STEP,
                 step.site,

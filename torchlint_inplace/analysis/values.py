@@ -11,6 +11,7 @@ that differs between the paths of a branch is a `Choice`, each option under its 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from itertools import count
@@ -19,7 +20,11 @@ from typing import TYPE_CHECKING
 from .conditions import Condition, consistent
 
 if TYPE_CHECKING:
+    import libcst as cst
+
+    from .classes import ClassInfo, FunctionRef
     from .instances import Instance
+    from .state import Site
 
 
 class Grad(IntEnum):
@@ -47,7 +52,9 @@ class Val:
 
     storages: frozenset[int] = frozenset()
     grad: Grad = Grad.NO
-    origin: object = field(default=None, compare=False, hash=False)  # node that made it (or the leaf it views)
+    origin: cst.CSTNode | None = field(
+        default=None, compare=False, hash=False
+    )  # node that made it (or the leaf it views)
     strided: bool = False  # a non-contiguous view: `.contiguous()` of it copies
     items: tuple[Value, ...] | None = None  # tuple-like results: chunk(), lstm outputs; list displays
     hidden: str | None = None  # "data" / "detach": an alias autograd does not track
@@ -93,7 +100,7 @@ class Const:
     None when it came from a default or was computed."""
 
     value: object
-    origin: object = field(default=None, compare=False, hash=False)
+    origin: cst.CSTNode | None = field(default=None, compare=False, hash=False)
     origin_path: str | None = field(default=None, compare=False, hash=False)
 
 
@@ -113,7 +120,7 @@ class Klass:
 
     name: str  # as a user would write it in a message
     qualname: str | None = None
-    ref: object = None  # classes.ClassRef of a project class
+    ref: ClassInfo | None = None  # a project class
 
 
 @dataclass(frozen=True)
@@ -123,7 +130,7 @@ class Func:
 
     name: str
     qualname: str | None = None
-    ref: object = None  # classes.FunctionRef
+    ref: FunctionRef | None = None
     bound: Value | None = None
 
 
@@ -139,7 +146,7 @@ class Namespace:
 class Super:
     """`super()` in a method of `cls`: its bases' methods, bound to the same `self`."""
 
-    cls: object  # classes.ClassInfo
+    cls: ClassInfo
 
 
 @dataclass(frozen=True)
@@ -163,15 +170,15 @@ class Module:
     kind: str | None  # torch.nn class name; None for a project class instance or an unknown module
     label: str = ""  # the class as written: "ReLU", "Block"
     writes: Condition | None = None
-    culprit: object = None  # values.Site
-    flag: object = None  # the literal `True` node to switch off, when there is one
+    culprit: Site | None = None
+    flag: cst.CSTNode | None = None  # the literal `True` node to switch off, when there is one
     items: tuple[Value, ...] | None = None  # Sequential / ModuleList / ModuleDict contents
     keys: tuple[str, ...] | None = None  # ModuleDict / named children
     instance: Instance | None = None
     params: frozenset[int] = frozenset()
     ident: int = field(default_factory=fresh_id)
     config: tuple[tuple[str, Value], ...] = ()  # constructor arguments the tables care about (p, max_norm)
-    origin: object = field(default=None, compare=False, hash=False)
+    origin: cst.CSTNode | None = field(default=None, compare=False, hash=False)
 
     @property
     def is_container(self) -> bool:
@@ -214,7 +221,7 @@ class Optimizer:
     """An optimizer and the parameter storages it updates (None: not known)."""
 
     storages: frozenset[int] | None
-    origin: object = field(default=None, compare=False, hash=False)
+    origin: cst.CSTNode | None = field(default=None, compare=False, hash=False)
 
 
 @dataclass(frozen=True)
@@ -440,7 +447,7 @@ def element_of(value: Value) -> Value:
     return NOT_TENSOR
 
 
-def merge_all(values) -> Value:
+def merge_all(values: Iterable[Value]) -> Value:
     merged: Value | None = None
     for value in values:
         merged = value if merged is None else merge_values(merged, value)
