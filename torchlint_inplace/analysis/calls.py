@@ -55,6 +55,7 @@ from .values import (
     options_of,
     reachable,
     tensors_in,
+    with_graph,
 )
 from .vocabulary import METADATA_METHODS, NON_CONTIGUOUS_VIEWS, NON_TENSOR_METHODS, SAFE_INPLACE_PREFIXES
 
@@ -1093,10 +1094,13 @@ class CallEvaluator:
                     ).order
                 )
         mapping: dict[int, Val] = {}
-        result = self.materialize(summary.returned, summary, resolve, mapping, args, state)
+        # What the callee's own tensors were computed from: the arguments as its parameters took
+        # them (one typed `torch.LongTensor` brings no graph along).
+        passed = Args(values, open=args.open)
+        result = self.materialize(summary.returned, summary, resolve, mapping, passed, state)
         for name, value in summary.self_updates.items():
             if bound is not None and _same_self(bound, state):
-                state.env[f"self.{name}"] = self.materialize(value, summary, resolve, mapping, args, state)
+                state.env[f"self.{name}"] = self.materialize(value, summary, resolve, mapping, passed, state)
         for slot, value in summary.cell_updates.items():
             old = resolve(slot)
             expr = exprs[slot[0]] if slot and slot[0] < len(exprs) else None
@@ -1105,7 +1109,7 @@ class CallEvaluator:
                     expr,
                     old,
                     replace(
-                        self.materialize(value, summary, resolve, mapping, args, state),
+                        self.materialize(value, summary, resolve, mapping, passed, state),
                         cell=getattr(collapse(old), "cell", None),
                     ),
                     state,
@@ -1128,8 +1132,8 @@ class CallEvaluator:
                         ).order
                     )
         if made and self.i.grad_enabled:
-            result = _with_graph(result, frozenset(made))
-        return result
+            result = with_graph(result, frozenset(made))
+        return self.i.defer(summary.deferred, result)
 
     def materialize(
         self, value: Value | None, summary: Summary, resolve, mapping: dict[int, Val], args: Args, state: State
@@ -1251,16 +1255,6 @@ def _same_self(bound: Value, state: State) -> bool:
         and isinstance(state.env.get("self"), Module)
         and bound.instance is state.env["self"].instance
     )  # type: ignore[union-attr]
-
-
-def _with_graph(value: Value, graph: frozenset[int]) -> Value:
-    if isinstance(value, Val) and value.is_tensor and value.grad > Grad.NO:
-        return replace(value, graph=value.graph | graph)
-    if isinstance(value, Val) and value.items is not None:
-        return replace(value, items=tuple(_with_graph(item, graph) for item in value.items))
-    if isinstance(value, Choice):
-        return Choice(tuple((condition, _with_graph(option, graph)) for condition, option in value.options))
-    return value
 
 
 def _is_namespace(value: Value) -> bool:

@@ -291,6 +291,7 @@ class Engine:
                 _abstract_all(binding.values),
                 interp.grad_enabled,
                 frozenset(state.hooked),
+                call_site,
             )
             known = self.project.memo.get(key)
             if known is not None:
@@ -303,7 +304,16 @@ class Engine:
         self._active[id(ref.node)] = self._active.get(id(ref.node), 0) + 1
         try:
             summary = self.execute(
-                ctx, ref, binding, instance, constructing, interp.depth + 1, interp.grad_enabled, self_env, state.hooked
+                ctx,
+                ref,
+                binding,
+                instance,
+                constructing,
+                interp.depth + 1,
+                interp.grad_enabled,
+                self_env,
+                state.hooked,
+                call_site,
             )
         finally:
             self._active[id(ref.node)] -= 1
@@ -350,6 +360,7 @@ class Engine:
         grad_enabled: bool,
         self_env: dict[str, Value],
         hooked: frozenset[int],
+        call_site: bool = True,
     ) -> Summary:
         params = {name: _fresh(value) for name, value in binding.values.items()}
         recorder = SummaryRecorder(params)
@@ -362,7 +373,8 @@ class Engine:
         summary.path = key_of(ref.path)
         summary.patches = child.patches
         summary.blind = child.blind
-        summary.mutations = child.mutations()
+        summary.mutations = child.mutations(returned_escapes=not call_site)
+        summary.deferred = child.deferred() if call_site else []
         summary.children = child.children
         summary.files = frozenset({key_of(ref.path)}).union(*(c.files for c in child.children))
         summary.builds_inplace = _builds_inplace(child.returned) or any(

@@ -42,7 +42,7 @@ from .instances import Instance
 from .model import Form, Mutation
 from .project import FileContext
 from .protocols import Engine
-from .state import PendingWrite, SaveRecord, Site, State, merge_states
+from .state import PendingWrite, SaveRecord, Site, State, merge_states, next_order
 from .summaries import SummaryRecorder
 from .syntax import (
     evaluated_literal,
@@ -82,6 +82,7 @@ from .values import (
     other_round,
     reachable,
     tensors_in,
+    with_graph,
 )
 from .vocabulary import AUTOCAST, GRAD_OFF, GRAD_ON, INFERENCE_MODE, METADATA_ATTRIBUTES, SET_GRAD
 
@@ -155,6 +156,7 @@ class FunctionInterpreter:
         # that leaves the function (only integer indices are returned) cannot raise.
         self.sink: list[tuple[Mutation, frozenset[int]]] = []
         self.escaped: frozenset[int] = frozenset()
+        self.returned_graph: frozenset[int] = frozenset()  # the saves the returned values went through
         self.children: list = []  # summaries of the runs this one reached
         self.param_storages: frozenset[int] = frozenset()
         self.inherited: dict[int, tuple] = {}
@@ -213,8 +215,14 @@ class FunctionInterpreter:
             self.recorder.on_saves(final.saves, reachable(self.returned) if self.returned is not None else frozenset())
         if not final.dead:
             self.escaped |= final.escaped
-        self.escaped |= (
-            frozenset().union(*(graph_of(final.env.get(name)) for name in params)) if params else frozenset()
+        # What the caller's own objects hold at the end: a parameter name rebound to a new value
+        # (`decoder_input_ids = shift(labels)`) shows the caller nothing.
+        self.escaped |= frozenset().union(
+            *(
+                graph_of(final.env.get(name))
+                for name, value in params.items()
+                if _same_object(value, final.env.get(name))
+            )
         )
         self.final = final
         return final
@@ -224,12 +232,37 @@ class FunctionInterpreter:
         self.escaped = _EVERYTHING
         return self.final
 
-    def mutations(self) -> list[Mutation]:
+    def mutations(self, returned_escapes: bool = True) -> list[Mutation]:
         """The findings that can do harm: those whose saving ops feed something that leaves the
-        run (its return value, `self`, an argument, a backward, code we cannot see)."""
+        run (`self`, an argument, a backward, code we cannot see, and unless a caller is known to
+        decide, its return value)."""
         if self.escaped is _EVERYTHING or self.constructing:
             return [mutation for mutation, _ in self.sink]
-        return [mutation for mutation, orders in self.sink if not orders or orders & self.escaped]
+        escaped = self.escaped | self.returned_graph if returned_escapes else self.escaped
+        return [mutation for mutation, orders in self.sink if not orders or orders & escaped]
+
+    def deferred(self) -> list[Mutation]:
+        """The findings whose saving ops feed only the returned value: they can raise only if
+        the caller's use of that value reaches a backward (MBart's `shift_tokens_right` result
+        is read as token ids by an embedding), which the caller decides."""
+        if self.escaped is _EVERYTHING or self.constructing:
+            return []
+        return [
+            mutation
+            for mutation, orders in self.sink
+            if orders and not orders & self.escaped and orders & self.returned_graph
+        ]
+
+    def defer(self, mutations: Sequence[Mutation], result: Value) -> Value:
+        """A callee's deferred findings, now this run's: they travel with the call's result,
+        under an order of their own that its graph carries on."""
+        if not mutations:
+            return result
+        token = frozenset({next_order()})
+        carried = with_graph(result, token)
+        orders = token if graph_of(carried) & token else frozenset()  # not carried: they stand
+        self.sink.extend((mutation, orders) for mutation in mutations)
+        return carried
 
     # ----------------------------------------------------------------- statements
 
@@ -309,7 +342,8 @@ class FunctionInterpreter:
             self.recorder.on_saves(state.saves, reachable(value))
         if self.contract is not None:
             self.contract.on_return(node, reachable(value))
-        self.escaped |= state.escaped | graph_of(value)
+        self.escaped |= state.escaped
+        self.returned_graph |= graph_of(value)
 
     def eval_statement_expression(self, expr: cst.BaseExpression, state: State) -> None:
         self.discarded = expr  # a call made for its side effects: its arguments are meant to change
@@ -1599,6 +1633,17 @@ def _constant_of(test: str) -> tuple[object] | None:
         return (ast.literal_eval(text),)
     except (ValueError, SyntaxError):
         return None
+
+
+def _same_object(before: Value, after: Value | None) -> bool:
+    """Whether a parameter still holds (part of) what its caller passed: a tensor written in
+    place, a list or dict the caller also holds."""
+    if after is None:
+        return False
+    if reachable(before) & reachable(after):
+        return True
+    cell = getattr(collapse(before), "cell", None)
+    return cell is not None and cell == getattr(collapse(after), "cell", None)
 
 
 def _refusal(tensor: Val) -> tuple:

@@ -52,6 +52,7 @@ class Summary:
     cell_updates: dict[Slot, Value] = field(default_factory=dict)  # lists/dicts passed in and filled
     stable_saves: list[tuple[frozenset[int], SaveRecord]] = field(default_factory=list)  # on parameters
     mutations: list[Mutation] = field(default_factory=list)  # the findings the run proves by itself
+    deferred: list[Mutation] = field(default_factory=list)  # those its caller's use of the result decides
     children: list[Summary] = field(default_factory=list)  # runs it reached
     files: frozenset[str] = frozenset()  # every file this summary was read from
     builds_inplace: bool = False  # returns or binds a module that writes its input: callers decide the damage

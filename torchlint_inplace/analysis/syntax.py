@@ -37,16 +37,19 @@ def is_integer_annotation(annotation: cst.Annotation | None) -> bool:
     expr: cst.BaseExpression = annotation.annotation
     while True:
         if isinstance(expr, cst.SimpleString):
-            return expr.raw_value.replace(" ", "").removeprefix("Optional[").removesuffix("]").removesuffix(
-                "|None"
-            ) in _INTEGER_TENSOR_TYPES
+            return (
+                expr.raw_value.replace(" ", "").removeprefix("Optional[").removesuffix("]").removesuffix("|None")
+                in _INTEGER_TENSOR_TYPES
+            )
         if isinstance(expr, cst.Subscript) and dotted(expr.value) in ("Optional", "typing.Optional"):
             element = expr.slice[0].slice if len(expr.slice) == 1 else None
             if not isinstance(element, cst.Index):
                 return False
             expr = element.value
         elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.BitOr):
-            sides = [side for side in (expr.left, expr.right) if not (isinstance(side, cst.Name) and side.value == "None")]
+            sides = [
+                side for side in (expr.left, expr.right) if not (isinstance(side, cst.Name) and side.value == "None")
+            ]
             if len(sides) != 1:
                 return False
             expr = sides[0]

@@ -414,6 +414,16 @@ def reachable(value: Value) -> frozenset[int]:
     return found
 
 
+def with_graph(value: Value, graph: frozenset[int]) -> Value:
+    if isinstance(value, Val) and value.is_tensor and value.grad > Grad.NO:
+        return replace(value, graph=value.graph | graph)
+    if isinstance(value, Val) and value.items is not None:
+        return replace(value, items=tuple(with_graph(item, graph) for item in value.items))
+    if isinstance(value, Choice):
+        return Choice(tuple((condition, with_graph(option, graph)) for condition, option in value.options))
+    return value
+
+
 def graph_of(value: Value | None) -> frozenset[int]:
     return frozenset().union(*(tensor.graph for tensor in tensors_in(value)))
 
