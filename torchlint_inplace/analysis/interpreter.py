@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
 import libcst as cst
 
+from ..diagnostics import Related
 from .autograd_function import FunctionContract
 from .calls import CallEvaluator, dtype_name
 from .classes import ClassInfo, FunctionRef
@@ -39,7 +41,7 @@ from .hazards import (
 )
 from .imports import dotted
 from .instances import Instance
-from .model import Form, Mutation
+from .model import Form, Mutation, Reason
 from .project import FileContext
 from .protocols import Engine
 from .state import PendingWrite, SaveRecord, Site, State, merge_states
@@ -1370,10 +1372,10 @@ class FunctionInterpreter:
         action: str,
         hidden_from_reader: bool = False,
         site: Site | None = None,
-        intended_readers: set[str | None] = frozenset(),
+        intended_readers: AbstractSet[str | None] = frozenset(),
         condition: Condition = frozenset(),
-        calls: tuple = (),
-        overlap=None,
+        calls: tuple[Callable[[], Related], ...] = (),
+        overlap: Reason | None = None,
         chain: cst.CSTNode | None = None,
         flag: cst.CSTNode | None = None,
     ) -> None:
