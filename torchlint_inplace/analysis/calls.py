@@ -9,13 +9,13 @@ its condition.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 import libcst as cst
 
-from .arguments import Args, evaluate
+from .arguments import Args, Binding, evaluate
 from .classes import ClassInfo, FunctionRef
 from .conditions import Condition
 from .imports import dotted
@@ -23,7 +23,7 @@ from .instances import submodules
 from .model import Form
 from .modules import ModuleFactory
 from .state import SaveRecord, State, merge_states
-from .summaries import Summary
+from .summaries import Slot, Summary
 from .syntax import names_read
 from .training import TrainingLoop, looks_like_optimizer
 from .values import (
@@ -43,6 +43,7 @@ from .values import (
     Sym,
     Val,
     Value,
+    as_tensor,
     collapse,
     element_of,
     fresh_id,
@@ -50,6 +51,7 @@ from .values import (
     grad_of,
     graph_of,
     is_tensor,
+    is_tensor_val,
     merge_all,
     merge_values,
     options_of,
@@ -61,6 +63,7 @@ from .vocabulary import METADATA_METHODS, NON_CONTIGUOUS_VIEWS, NON_TENSOR_METHO
 
 if TYPE_CHECKING:
     from .protocols import Interpreter
+    from .torch_facts import OpFacts
 
 _DTYPE_METHODS = {"float": "float32", "double": "float64", "half": "float16", "bfloat16": "bfloat16"}
 _INTEGER_METHODS = frozenset({"long", "int", "bool", "short", "byte", "char"})
@@ -158,7 +161,7 @@ class CallEvaluator:
                 return self.call_project(callee.ref, call, args, state, callee.bound)
         return self.opaque_result(args, state)
 
-    def each_option(self, choice: Choice, call, state: State) -> Value:
+    def each_option(self, choice: Choice, call: Callable[[Value, State], Value], state: State) -> Value:
         """Call each option of a `Choice` on its own copy of the path, under its condition; the
         paths and the results merge afterwards (the options exclude each other)."""
         results: list[tuple[Condition, Value]] = []
@@ -189,8 +192,8 @@ class CallEvaluator:
                 receiver, lambda option, branch: self.call_on(option, receiver_expr, method, call, args, branch), state
             )
         receiver = collapse(receiver)
-        if is_tensor(receiver):
-            return self.call_method(receiver, method, call, args, state)  # type: ignore[arg-type]
+        if is_tensor_val(receiver):
+            return self.call_method(receiver, method, call, args, state)
         if method == "backward" and isinstance(receiver, Val) and receiver.items is None:
             self.loop.backward(receiver, call, state)
             return NOT_TENSOR
@@ -211,7 +214,7 @@ class CallEvaluator:
         if isinstance(receiver, Val) and receiver.items is not None:
             return self.list_method(receiver, receiver_expr, method, call, args, state)
         if isinstance(receiver, (Klass, Func)) or _is_namespace(receiver):
-            member = self.attribute_of(receiver, method, call.func, state)  # type: ignore[arg-type]
+            member = self.attribute_of(receiver, method, call.func, state)
             return self.call_value(member, call, args, state)
         if isinstance(receiver, Const) and isinstance(receiver.value, str):
             return _string_method(receiver.value, method, args)
@@ -249,7 +252,7 @@ class CallEvaluator:
                 return self.i.engine.class_member(base.ref, attr, None)
             return NOT_TENSOR
         if _is_namespace(base):
-            return self.i.engine.namespace_member(base, attr)  # type: ignore[arg-type]
+            return self.i.engine.namespace_member(base, attr)
         if isinstance(base, Sym):
             return Sym(f"{base.text}.{attr}")
         if isinstance(base, DictVal):
@@ -336,7 +339,7 @@ class CallEvaluator:
         else:
             result = self.modules.apply_torch(module, call, args, state, label)
         if module.ident in state.hooked and is_tensor(result):
-            result = replace(collapse(result), hooked=label, origin=call)  # type: ignore[type-var]
+            result = replace(as_tensor(result), hooked=label, origin=call)
         return result
 
     def apply_sequence(self, items: Sequence[Value], call: cst.Call, args: Args, state: State) -> Value:
@@ -366,18 +369,18 @@ class CallEvaluator:
                     for name, value in state.env.items()
                     if name.startswith("self.") and name.count(".") == 1
                 }
-            found = submodules(module, own=own)
-            found = found[1:] if method in ("children", "named_children") else found
+            modules = submodules(module, own=own)
+            modules = modules[1:] if method in ("children", "named_children") else modules
             if method.startswith("named_"):
-                return Val(items=tuple(Val(items=(NOT_TENSOR, item)) for item in found))
-            return Val(items=tuple(found))
+                return Val(items=tuple(Val(items=(NOT_TENSOR, item)) for item in modules))
+            return Val(items=tuple(modules))
         if method in ("register_buffer", "register_parameter") and len(args.positional) >= 2:
-            name, owner = collapse(args.positional[0]), dotted(receiver_expr)
-            if isinstance(name, Const) and isinstance(name.value, str) and owner is not None:
+            key, owner = collapse(args.positional[0]), dotted(receiver_expr)
+            if isinstance(key, Const) and isinstance(key.value, str) and owner is not None:
                 value = collapse(args.positional[1])
-                if method == "register_parameter" and is_tensor(value):
-                    value = replace(value, grad=Grad.LEAF, origin=call)  # type: ignore[type-var]
-                state.env[f"{owner}.{name.value}"] = value
+                if method == "register_parameter" and is_tensor_val(value):
+                    value = replace(value, grad=Grad.LEAF, origin=call)
+                state.env[f"{owner}.{key.value}"] = value
             return Const(None)
         if method in ("register_full_backward_hook", "register_backward_hook"):
             state.hooked |= {module.ident}
@@ -421,8 +424,8 @@ class CallEvaluator:
             extra = collapse(args.positional[0]) if args.positional else NOT_TENSOR
             if isinstance(extra, DictVal):
                 keys = keys or []
-                for key, item in extra.entries:
-                    keys.append(str(key))
+                for entry_key, item in extra.entries:
+                    keys.append(str(entry_key))
                     new.append(item)
         items += new
         params = frozenset().union(*(item.params for item in items if isinstance(item, Module)))
@@ -442,11 +445,11 @@ class CallEvaluator:
         same `self`; a torch base's `__init__` builds the container the class then is."""
         engine = self.i.engine
         bound = state.env.get("self")
-        for owner in engine.mro(proxy.cls)[1:]:  # type: ignore[arg-type]
+        for owner in engine.mro(proxy.cls)[1:]:
             node = owner.methods.get(method)
             if node is not None:
                 return self.call_project(FunctionRef(owner.path, node, owner), call, args, state, bound)
-        kind = engine.torch_base(proxy.cls)  # type: ignore[arg-type]
+        kind = engine.torch_base(proxy.cls)
         if kind is None:
             return Const(None) if method == "__init__" else self.opaque_result(args, state)
         if method == "__init__":
@@ -519,11 +522,11 @@ class CallEvaluator:
         state: State,
     ) -> Value:
         if method in ("get", "pop"):
-            key = collapse(args.positional[0]) if args.positional else None
+            key: object = collapse(args.positional[0]) if args.positional else None
             found = receiver.get(key.value) if isinstance(key, Const) else None
             default = args.positional[1] if len(args.positional) > 1 else Const(None)
-            if method == "pop" and found is not None:
-                self.i.rebind_container(receiver_expr, receiver, receiver.without(key.value), state)  # type: ignore[union-attr]
+            if method == "pop" and found is not None and isinstance(key, Const):  # found: a Const key
+                self.i.rebind_container(receiver_expr, receiver, receiver.without(key.value), state)
             return found if found is not None else (receiver.rest if receiver.rest is not None else default)
         if method in ("values", "items", "keys"):
             values = receiver.values()
@@ -534,8 +537,8 @@ class CallEvaluator:
             return Val(items=tuple(Val(items=(Const(key), value)) for key, value in receiver.entries))
         if method in ("update", "setdefault"):
             updated = receiver
-            if method == "update" and args.positional and isinstance(collapse(args.positional[0]), DictVal):
-                for key, value in collapse(args.positional[0]).entries:  # type: ignore[union-attr]
+            if method == "update" and args.positional and isinstance(other := collapse(args.positional[0]), DictVal):
+                for key, value in other.entries:
                     updated = updated.set(key, value)
             for key, value in args.keywords.items():
                 updated = updated.set(key, value)
@@ -544,11 +547,10 @@ class CallEvaluator:
                 if isinstance(key, Const) and receiver.get(key.value) is None:
                     updated = updated.set(key.value, args.positional[1] if len(args.positional) > 1 else Const(None))
             self.i.rebind_container(receiver_expr, receiver, updated, state)
-            return (
-                updated.get(collapse(args.positional[0]).value)
-                if method == "setdefault" and args.positional and isinstance(collapse(args.positional[0]), Const)
-                else Const(None)
-            )  # type: ignore[union-attr]
+            if method == "setdefault" and args.positional and isinstance(given := collapse(args.positional[0]), Const):
+                # `set` just stored the key: not found only under a key unequal to itself (NaN)
+                return updated.get(given.value)  # type: ignore[return-value]
+            return Const(None)
         if method == "copy":
             return replace(receiver, cell=fresh_id())
         return NOT_TENSOR
@@ -557,12 +559,12 @@ class CallEvaluator:
 
     def call_builtin(self, name: str, call: cst.Call, args: Args, state: State) -> Value:
         first = args.positional[0] if args.positional else None
-        if name == "getattr" and len(args.positional) >= 2:
+        if name == "getattr" and len(args.positional) >= 2 and first is not None:
             key = collapse(args.positional[1])
             if isinstance(key, Const) and isinstance(key.value, str):
                 found = self.attribute_of(
                     collapse(first) if not isinstance(first, Choice) else first, key.value, call, state
-                )  # type: ignore[arg-type]
+                )
                 if found is NOT_TENSOR and len(args.positional) > 2:
                     return args.positional[2]
                 return found
@@ -577,7 +579,7 @@ class CallEvaluator:
                     merge_values(state.env.get(target), args.positional[2]) if attribute == "*" else args.positional[2]
                 )
             return Const(None)
-        if name == "hasattr" and len(args.positional) >= 2:
+        if name == "hasattr" and len(args.positional) >= 2 and first is not None:
             key = collapse(args.positional[1])
             if isinstance(key, Const) and isinstance(key.value, str) and isinstance(collapse(first), Module):
                 found = self.attribute_of(collapse(first), key.value, call, state)
@@ -600,21 +602,21 @@ class CallEvaluator:
             return Val(items=(), cell=fresh_id() if name == "list" else None)
         if name == "dict":
             result = DictVal(cell=fresh_id())
-            if first is not None and isinstance(collapse(first), DictVal):
-                result = replace(collapse(first), cell=fresh_id())  # type: ignore[type-var]
-            elif first is not None and isinstance(collapse(first), Val) and collapse(first).items is not None:  # type: ignore[union-attr]
-                for pair in collapse(first).items:  # type: ignore[union-attr]
+            if first is not None and isinstance(given := collapse(first), DictVal):
+                result = replace(given, cell=fresh_id())
+            elif first is not None and isinstance(given := collapse(first), Val) and given.items is not None:
+                for pair in given.items:
                     key, value = (
-                        (collapse(pair).items or (NOT_TENSOR, NOT_TENSOR))[:2]
-                        if isinstance(collapse(pair), Val)
+                        (part.items or (NOT_TENSOR, NOT_TENSOR))[:2]
+                        if isinstance(part := collapse(pair), Val)
                         else (NOT_TENSOR, NOT_TENSOR)
-                    )  # type: ignore[union-attr]
+                    )
                     if isinstance(key, Const):
                         result = result.set(key.value, value)
                     else:  # `dict(model.named_parameters())`: values under names not known
                         result = replace(result, rest=merge_values(result.rest, value))
-            for key, value in args.keywords.items():
-                result = result.set(key, value)
+            for keyword, value in args.keywords.items():
+                result = result.set(keyword, value)
             return result
         if name in ("reversed", "sorted", "iter", "filter"):
             return args.positional[-1] if args.positional else NOT_TENSOR
@@ -653,9 +655,13 @@ class CallEvaluator:
         ):
             if name in ("min", "max", "sum", "abs", "pow", "round", "map") and args.tensors():
                 return self.opaque_result(args, state)
-            if name in ("int", "float", "bool", "str") and first is not None and isinstance(collapse(first), Const):
+            if (
+                name in ("int", "float", "bool", "str")
+                and first is not None
+                and isinstance(given := collapse(first), Const)
+            ):
                 try:
-                    return Const({"int": int, "float": float, "bool": bool, "str": str}[name](collapse(first).value))  # type: ignore[union-attr]
+                    return Const({"int": int, "float": float, "bool": bool, "str": str}[name](given.value))
                 except Exception:
                     return NOT_TENSOR
             if name == "enumerate" and first is not None:
@@ -670,7 +676,8 @@ class CallEvaluator:
                 and all(isinstance(collapse(v), Const) for v in args.positional)
             ):
                 try:
-                    values = [collapse(v).value for v in args.positional]  # type: ignore[union-attr]
+                    # Constants of any type: incomparable ones raise, and the result is not known.
+                    values: list[Any] = [c.value for v in args.positional if isinstance(c := collapse(v), Const)]
                     return Const(min(values) if name == "min" else max(values))
                 except Exception:
                     return NOT_TENSOR
@@ -688,8 +695,8 @@ class CallEvaluator:
     def isinstance_verdict(self, value: Value, kinds: Value) -> bool | None:
         """`isinstance(value, kinds)` for one value, when it can be told."""
         classes = (
-            [kind for kind in (collapse(kinds).items or ()) if isinstance(kind, Klass)]
-            if isinstance(collapse(kinds), Val)
+            [kind for kind in (given.items or ()) if isinstance(kind, Klass)]
+            if isinstance(given := collapse(kinds), Val)
             else [kinds]
         )
         value = collapse(value)
@@ -755,7 +762,7 @@ class CallEvaluator:
         if twin is not None or flag is not None:
             # torch.relu_(x), F.relu(x, inplace=True): rewrites its input
             condition = frozenset() if twin is not None else flag
-            target = first_value if is_tensor(first_value) else tensors[0]
+            target = first_value if is_tensor_val(first_value) else tensors[0]
             if condition is not None:
                 self.i.write(
                     Form.INPLACE_ACTIVATION,
@@ -766,7 +773,7 @@ class CallEvaluator:
                     f"`{label}(...)` rewrites",
                     hidden_from_reader=True,
                     condition=condition,
-                )  # type: ignore[arg-type]
+                )
                 saved = facts.inplace_function_saves.get(short)
                 if saved is None:  # not probed: fall back to what the out-of-place twin saves
                     self.i.record_op(
@@ -778,25 +785,25 @@ class CallEvaluator:
                         state,
                         {},
                         only=lambda kind: kind == "result",
-                    )  # type: ignore[arg-type]
-                elif "result" in saved and self.i.grad_enabled and target.grad > Grad.NO:  # type: ignore[union-attr]
-                    record = self.i.save(state, target, label, "its result", call, certain=target.grad > Grad.UNKNOWN)  # type: ignore[arg-type,union-attr]
-                    self.i.regraph(target, frozenset({record.order}), state)  # type: ignore[arg-type]
-                    return replace(target, graph=target.graph | {record.order})  # type: ignore[type-var]
+                    )
+                elif "result" in saved and self.i.grad_enabled and target.grad > Grad.NO:
+                    record = self.i.save(state, target, label, "its result", call, certain=target.grad > Grad.UNKNOWN)
+                    self.i.regraph(target, frozenset({record.order}), state)
+                    return replace(target, graph=target.graph | {record.order})
                 return target
         out = args.keywords.get("out")
-        if is_tensor(out):
+        if out is not None and is_tensor(out):
             out_expr = args.keyword_exprs.get("out") or call
             self.i.write(
-                Form.OUT_ARGUMENT, call, out_expr, collapse(out), state, f"`{label}(..., out=...)` writes into"
-            )  # type: ignore[arg-type]
+                Form.OUT_ARGUMENT, call, out_expr, as_tensor(out), state, f"`{label}(..., out=...)` writes into"
+            )
             return out
         overload = facts.overload(short, [is_tensor(value) for value in args.positional], list(args.keywords))
         result = self.result_of(short, overload, [first_value, *args.values()])
-        if short in facts.view_methods and is_tensor(first_value):
-            result = first_value.view(strided=short in NON_CONTIGUOUS_VIEWS)  # type: ignore[union-attr]
-        if short in facts.multi_view_methods and is_tensor(first_value):
-            view = first_value.view(strided=True)  # type: ignore[union-attr]
+        if short in facts.view_methods and is_tensor_val(first_value):
+            result = first_value.view(strided=short in NON_CONTIGUOUS_VIEWS)
+        if short in facts.multi_view_methods and is_tensor_val(first_value):
+            view = first_value.view(strided=True)
             result = Val(
                 view.storages,
                 view.grad,
@@ -813,7 +820,7 @@ class CallEvaluator:
         texts = self.argument_texts(overload.params, args)
         return self.i.record_op(short, label, bound, result, call, state, texts, facts=overload)
 
-    def result_of(self, name: str, facts, inputs: list[Value]) -> Val:
+    def result_of(self, name: str, facts: OpFacts | None, inputs: list[Value]) -> Val:
         """A fresh result; several tensors for `topk`/`max(dim)`, integer ones never requiring grad."""
         result = self.i.new_tensor(inputs)
         if facts is None or len(facts.outputs) < 2:
@@ -856,7 +863,7 @@ class CallEvaluator:
         return condition
 
     def call_method(self, receiver: Val, method: str, call: cst.Call, args: Args, state: State) -> Value:
-        target_expr = call.func.value  # type: ignore[attr-defined]
+        target_expr = cast(cst.Attribute, call.func).value  # called for `receiver.method(...)`
         facts = self.i.facts
         if method in facts.inplace_methods or method in facts.inplace_view_methods:
             twin = facts.inplace_methods.get(method)
@@ -879,7 +886,8 @@ class CallEvaluator:
             return receiver
         if method == "requires_grad_":
             enabled = args.get("requires_grad", 0)
-            grad = Grad.NO if isinstance(collapse(enabled), Const) and collapse(enabled).value is False else Grad.LEAF  # type: ignore[union-attr]
+            off = enabled is not None and isinstance(given := collapse(enabled), Const) and given.value is False
+            grad = Grad.NO if off else Grad.LEAF
             updated = replace(receiver, grad=grad, origin=call)
             for name, value in list(state.env.items()):
                 if isinstance(value, Val) and value.storages == receiver.storages and value.items is None:
@@ -938,7 +946,7 @@ class CallEvaluator:
         return root
 
     def chain_target(self, call: cst.Call) -> cst.BaseExpression:
-        return self.chain_root(call).func.value  # type: ignore[attr-defined]
+        return cast(cst.Attribute, self.chain_root(call).func).value  # `receiver.method(...)`, as `call` is
 
     def convert(self, receiver: Val, method: str, call: cst.Call, args: Args) -> Val:
         """`.to(dtype)` returns `self` when the dtype already matches (autocast makes that common)."""
@@ -984,7 +992,7 @@ class CallEvaluator:
     def apply_summary(
         self,
         summary: Summary,
-        binding,
+        binding: Binding,
         ref: FunctionRef,
         call: cst.Call,
         args: Args,
@@ -996,10 +1004,10 @@ class CallEvaluator:
         exprs = list(binding.exprs.get(name) for name in binding.values)
         label = self.i.ctx.code_of(call.func)
 
-        def resolve(slot) -> Value:
-            if not slot or slot[0] >= len(values):
+        def resolve(slot: Slot) -> Value:
+            if not slot or _argument(slot) >= len(values):
                 return NOT_TENSOR
-            value = values[slot[0]]
+            value = values[_argument(slot)]
             for step in slot[1:]:
                 value = collapse(value)
                 if isinstance(value, DictVal):
@@ -1012,9 +1020,9 @@ class CallEvaluator:
 
         for write in summary.writes if apply_writes else ():
             value = collapse(resolve(write.slot))
-            if not is_tensor(value):
+            if not is_tensor_val(value):
                 continue
-            argument = exprs[write.slot[0]] if write.slot[0] < len(exprs) else None
+            argument = exprs[_argument(write.slot)] if _argument(write.slot) < len(exprs) else None
             condition = write.condition
             if write.via_activation:
                 self.i.write(
@@ -1023,7 +1031,7 @@ class CallEvaluator:
                     argument or call,
                     value,
                     state,
-                    f"`{label}(...)` applies an inplace activation that rewrites",  # type: ignore[arg-type]
+                    f"`{label}(...)` applies an inplace activation that rewrites",
                     hidden_from_reader=True,
                     site=write.site if write.site.path != self.i.ctx.path or write.related else None,
                     condition=condition,
@@ -1033,10 +1041,10 @@ class CallEvaluator:
                 # `normalize_(x)` as a statement, returning nothing or `x` itself, is called to
                 # update `x`: reading `x` afterwards is intended. One that returns a new value
                 # (`encode(mel)`) is called for that value, and changing `mel` is its side effect.
-                made = [
+                new_tensors = [
                     tensor for tensor in tensors_in(summary.returned) if not tensor.storages <= summary.slots.keys()
                 ]
-                updater = call is self.i.discarded and not made
+                updater = call is self.i.discarded and not new_tensors
                 intended = names_read(argument) if argument is not None and updater else set()
                 action = write.action if write.action.endswith(_CALLERS) else f"{write.action}{_CALLERS}"
                 outer, self.i.grad_enabled = self.i.grad_enabled, self.i.grad_enabled and write.grad_enabled
@@ -1051,7 +1059,7 @@ class CallEvaluator:
                     write.site,
                     intended,
                     condition=condition,
-                )  # type: ignore[arg-type]
+                )
                 self.i.grad_enabled = outer
             if value.storages & self.i.param_storages:
                 state.escaped |= value.graph
@@ -1060,12 +1068,16 @@ class CallEvaluator:
             graph_args = max((grad_of(value) for value in values), default=Grad.NO) > Grad.UNKNOWN
             for slot, records in summary.saves.items():
                 value = collapse(resolve(slot))
-                if is_tensor(value) and records:
-                    expr = exprs[slot[0]] if slot and slot[0] < len(exprs) else None
+                if is_tensor_val(value) and records:
+                    expr = exprs[_argument(slot)] if slot and _argument(slot) < len(exprs) else None
                     text = (
                         self.i.ctx.code_of(expr)
                         if expr is not None
-                        else (summary.params[slot[0]] if slot and slot[0] < len(summary.params) else "its argument")
+                        else (
+                            summary.params[_argument(slot)]
+                            if slot and _argument(slot) < len(summary.params)
+                            else "its argument"
+                        )
                     )
                     for inner in _per_condition(records):
                         certain = graph_args or inner.certain
@@ -1079,7 +1091,7 @@ class CallEvaluator:
                                 certain,
                                 condition=inner.condition,
                             ).order
-                        )  # type: ignore[arg-type]
+                        )
             for storages, inner in summary.stable_saves:
                 made.add(
                     self.i.save(
@@ -1103,17 +1115,18 @@ class CallEvaluator:
                 state.env[f"self.{name}"] = self.materialize(value, summary, resolve, mapping, passed, state)
         for slot, value in summary.cell_updates.items():
             old = resolve(slot)
-            expr = exprs[slot[0]] if slot and slot[0] < len(exprs) else None
+            expr = exprs[_argument(slot)] if slot and _argument(slot) < len(exprs) else None
             if expr is not None and len(slot) == 1:
                 self.i.rebind_container(
                     expr,
                     old,
                     replace(
-                        self.materialize(value, summary, resolve, mapping, passed, state),
+                        # a list or dict the callee filled
+                        cast("Val | DictVal", self.materialize(value, summary, resolve, mapping, passed, state)),
                         cell=getattr(collapse(old), "cell", None),
                     ),
                     state,
-                )  # type: ignore[type-var]
+                )
         if self.i.grad_enabled:
             for storage, records in summary.result_saves.items():
                 tensor = mapping.get(storage)
@@ -1136,7 +1149,13 @@ class CallEvaluator:
         return self.i.defer(summary.deferred, result)
 
     def materialize(
-        self, value: Value | None, summary: Summary, resolve, mapping: dict[int, Val], args: Args, state: State
+        self,
+        value: Value | None,
+        summary: Summary,
+        resolve: Callable[[Slot], Value],
+        mapping: dict[int, Val],
+        args: Args,
+        state: State,
     ) -> Value:
         """A callee's value in the caller's terms: its arguments' tensors are the caller's, the
         tensors it made are fresh ones (the same one for the same callee tensor)."""
@@ -1173,9 +1192,9 @@ class CallEvaluator:
         slots = [summary.slots[storage] for storage in value.storages if storage in summary.slots]
         if slots:
             aliases = [collapse(resolve(slot)) for slot in slots]
-            tensors = [alias for alias in aliases if is_tensor(alias)]
+            tensors = [alias for alias in aliases if is_tensor_val(alias)]
             if tensors:
-                merged = merge_all(tensor.view() for tensor in tensors)  # type: ignore[union-attr]
+                merged = cast(Val, merge_all(tensor.view() for tensor in tensors))  # tensors merge into a tensor
                 return replace(merged, items=items) if items is not None else merged
         fresh = mapping.get(min(value.storages))
         if fresh is None:
@@ -1236,9 +1255,14 @@ class CallEvaluator:
         return texts
 
 
-def _per_condition(records) -> list[SaveRecord]:
+def _argument(slot: Slot) -> int:
+    """The argument a (non-empty) slot starts at: its first element is that argument's index."""
+    return cast(int, slot[0])
+
+
+def _per_condition(records: Iterable[SaveRecord]) -> list[SaveRecord]:
     """The first save of each condition a callee saved under (each option of a configuration)."""
-    first: dict[frozenset, SaveRecord] = {}
+    first: dict[Condition, SaveRecord] = {}
     for record in sorted(records, key=lambda record: record.order):
         first.setdefault(record.condition, record)
     return list(first.values())
@@ -1252,9 +1276,9 @@ def _named(params: Params) -> Val:
 def _same_self(bound: Value, state: State) -> bool:
     return bound is state.env.get("self") or (
         isinstance(bound, Module)
-        and isinstance(state.env.get("self"), Module)
-        and bound.instance is state.env["self"].instance
-    )  # type: ignore[union-attr]
+        and isinstance(own := state.env.get("self"), Module)
+        and bound.instance is own.instance
+    )
 
 
 def _is_namespace(value: Value) -> bool:
@@ -1291,7 +1315,7 @@ def _range(args: Args) -> Value:
     builds one out-of-place module and two in-place ones); else numbers not known."""
     bounds = [collapse(value) for value in args.positional]
     if bounds and all(isinstance(bound, Const) and type(bound.value) is int for bound in bounds) and len(bounds) <= 3:
-        numbers = range(*(bound.value for bound in bounds))  # type: ignore[union-attr]
+        numbers = range(*(bound.value for bound in bounds if isinstance(bound, Const) and type(bound.value) is int))
         if len(numbers) <= _MAX_RANGE:
             return Val(items=tuple(Const(number) for number in numbers))
     return NOT_TENSOR

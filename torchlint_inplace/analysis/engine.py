@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
 import libcst as cst
 
@@ -52,6 +52,10 @@ from .values import (
     options_of,
 )
 
+if TYPE_CHECKING:
+    from ..diagnostics import Span
+    from .protocols import Interpreter
+
 _BUILTINS = frozenset(dir(builtins))
 _NAMESPACES = frozenset(
     {"torch", "torch.nn", "torch.nn.functional", "torch.optim", "torch.optim.lr_scheduler", "torch.linalg", "torch.fft",
@@ -71,6 +75,8 @@ MAX_CONTEXTS = 8
 MAX_RECURSION = 1
 _WORD = re.compile(r"\w+")
 T = TypeVar("T")
+# What of a run's arguments its memo key holds: each name with its `_abstract` value.
+_Abstracted = tuple[tuple[str, object], ...]
 
 
 class Engine:
@@ -236,11 +242,11 @@ class Engine:
     def subclass_of(self, info: ClassInfo, base: ClassInfo) -> bool:
         return base in self.mro(info)
 
-    def super_of(self, interp) -> Value:
+    def super_of(self, interp: Interpreter) -> Value:
         """`super()` inside a method: the rest of the class's bases, bound to the same `self`."""
         return Super(interp.cls) if interp.cls is not None else NOT_TENSOR
 
-    def locate(self, node: object, prefer: str) -> tuple[str, object] | None:
+    def locate(self, node: cst.CSTNode | None, prefer: str) -> tuple[str, Span] | None:
         """Where a node lies: in `prefer`'s tree, else in another file the run still holds."""
         if node is None:
             return None
@@ -255,7 +261,7 @@ class Engine:
                 continue
         return None
 
-    def span_of(self, path: str) -> Callable[[cst.CSTNode], object]:
+    def span_of(self, path: str) -> Callable[[cst.CSTNode], Span]:
         ctx = self.project.file(Path(path))
         if ctx is None:
             raise KeyError(path)
@@ -264,7 +270,13 @@ class Engine:
     # ----------------------------------------------------------------- runs
 
     def run(
-        self, interp, ref: FunctionRef, args: Args, bound: Value | None, state: State, call_site: bool = True
+        self,
+        interp: Interpreter,
+        ref: FunctionRef,
+        args: Args,
+        bound: Value | None,
+        state: State,
+        call_site: bool = True,
     ) -> tuple[Summary, Binding] | None:
         if interp.depth >= MAX_CALL_DEPTH:
             return None
@@ -382,23 +394,28 @@ class Engine:
         )
         return summary
 
-    def similar(self, info: ClassInfo, coarse: tuple) -> Instance | None:
+    def similar(self, info: ClassInfo, coarse: _Abstracted) -> Instance | None:
         """An instance already built with arguments that differ from these only in numbers,
         once MAX_CONTEXTS such instances have been built: model zoos build one class with a
         hundred sets of depths, widths and rates (timm's `ResNet` through its factories), and
         each would otherwise be interpreted anew. Everything else stays apart: booleans and None
         switch in-place paths on and off, strings name layers (`act_layer="relu"`)."""
-        seen = self.project.memo.get(("similar", id(info), key_of(info.path), coarse))
-        return seen[1] if seen is not None and seen[0] >= MAX_CONTEXTS else None  # type: ignore[index,return-value]
+        # The memo holds every kind of value; under a "similar" key, a count and an instance.
+        seen = cast(
+            "tuple[int, Instance] | None", self.project.memo.get(("similar", id(info), key_of(info.path), coarse))
+        )
+        return seen[1] if seen is not None and seen[0] >= MAX_CONTEXTS else None
 
-    def count_similar(self, info: ClassInfo, coarse: tuple, instance: Instance, files: frozenset[str]) -> None:
+    def count_similar(self, info: ClassInfo, coarse: _Abstracted, instance: Instance, files: frozenset[str]) -> None:
         key = ("similar", id(info), key_of(info.path), coarse)
-        seen = self.project.memo.get(key)
-        self.project.remember(key, (seen[0] + 1 if seen is not None else 1, instance), files)  # type: ignore[index]
+        seen = cast("tuple[int, Instance] | None", self.project.memo.get(key))
+        self.project.remember(key, (seen[0] + 1 if seen is not None else 1, instance), files)
 
     # ----------------------------------------------------------------- instances
 
-    def instantiate(self, interp, info: ClassInfo, call: cst.Call | None, args: Args, state: State) -> Value:
+    def instantiate(
+        self, interp: Interpreter, info: ClassInfo, call: cst.Call | None, args: Args, state: State
+    ) -> Value:
         self.built.add(id(info))
         init = self.method_of(info, "__init__")
         ctx = self.project.class_file(info)
@@ -430,7 +447,7 @@ class Engine:
         return Module(
             kind,
             info.name,
-            items=instance.container.items if kind is not None else None,
+            items=instance.container.items if kind is not None and instance.container is not None else None,
             instance=instance,
             params=instance.params,
             origin=call,
@@ -438,7 +455,7 @@ class Engine:
 
     def build(
         self,
-        interp,
+        interp: Interpreter,
         info: ClassInfo,
         init: FunctionRef | None,
         binding: Binding,
@@ -729,7 +746,7 @@ def _abstract(value: Value, coarse: bool = False) -> object:
     return value
 
 
-def _abstract_all(values: dict[str, Value], coarse: bool = False) -> tuple:
+def _abstract_all(values: dict[str, Value], coarse: bool = False) -> _Abstracted:
     return tuple((name, _abstract(value, coarse)) for name, value in values.items())
 
 

@@ -11,6 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import libcst as cst
+
 from ..diagnostics import Related, Span
 from .conditions import Condition
 from .model import Reason
@@ -23,7 +25,7 @@ RAISES_AT_BACKWARD = "raises at backward"
 RAISES_NOW = "raises now"
 RAISES_NOW_LEAF = "raises now (leaf)"
 
-SpanOf = Callable[[object], Span]
+SpanOf = Callable[[cst.CSTNode], Span]
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,7 @@ def saved_reason(
     path: str,
     target: str,
     records: Sequence[SaveRecord],
-    written_at: object | None,
+    written_at: cst.CSTNode | None,
     span_of: SpanOf,
     cloned: bool = False,
 ) -> Reason:

@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 import libcst as cst
 
+from ..diagnostics import Related
 from .autograd_function import FunctionContract
 from .calls import CallEvaluator, dtype_name
 from .classes import ClassInfo, FunctionRef
@@ -39,11 +42,11 @@ from .hazards import (
 )
 from .imports import dotted
 from .instances import Instance
-from .model import Form, Mutation
+from .model import Form, Mutation, Reason
 from .project import FileContext
 from .protocols import Engine
 from .state import PendingWrite, SaveRecord, Site, State, merge_states, next_order
-from .summaries import SummaryRecorder
+from .summaries import Summary, SummaryRecorder
 from .syntax import (
     evaluated_literal,
     is_self,
@@ -66,6 +69,7 @@ from .values import (
     Sym,
     Val,
     Value,
+    as_tensor,
     collapse,
     element_of,
     fresh_id,
@@ -74,6 +78,7 @@ from .values import (
     graph_of,
     in_round,
     is_tensor,
+    is_tensor_val,
     item_of,
     merge_all,
     merge_values,
@@ -85,6 +90,9 @@ from .values import (
     with_graph,
 )
 from .vocabulary import AUTOCAST, GRAD_OFF, GRAD_ON, INFERENCE_MODE, METADATA_ATTRIBUTES, SET_GRAD
+
+if TYPE_CHECKING:
+    from .torch_facts import OpFacts
 
 _BINARY_OPS = {
     cst.Multiply: ("mul", "*"),
@@ -116,7 +124,8 @@ _PYTHON_BINARY: dict[type, Callable[[object, object], object]] = {
     cst.Multiply: operator.mul, cst.Divide: operator.truediv, cst.Add: operator.add, cst.Subtract: operator.sub,
     cst.FloorDivide: operator.floordiv, cst.Modulo: operator.mod, cst.Power: operator.pow,
 }  # fmt: skip
-_COMPARISONS: dict[type, tuple[str, Callable[[object, object], bool]]] = {
+# Constants of any type: an operator they do not support raises, and the test is not decided.
+_COMPARISONS: dict[type, tuple[str, Callable[[Any, Any], bool]]] = {
     cst.Equal: ("==", operator.eq), cst.NotEqual: ("!=", operator.ne), cst.LessThan: ("<", operator.lt),
     cst.LessThanEqual: ("<=", operator.le), cst.GreaterThan: (">", operator.gt), cst.GreaterThanEqual: (">=", operator.ge),
     cst.Is: ("is", operator.is_), cst.IsNot: ("is not", operator.is_not), cst.In: ("in", lambda a, b: a in b),
@@ -157,9 +166,9 @@ class FunctionInterpreter:
         self.sink: list[tuple[Mutation, frozenset[int]]] = []
         self.escaped: frozenset[int] = frozenset()
         self.returned_graph: frozenset[int] = frozenset()  # the saves the returned values went through
-        self.children: list = []  # summaries of the runs this one reached
+        self.children: list[Summary] = []  # summaries of the runs this one reached
         self.param_storages: frozenset[int] = frozenset()
-        self.inherited: dict[int, tuple] = {}
+        self.inherited: dict[int, tuple[str, ...]] = {}
         self.param_names: set[str] = set()
         # Set when an argument nobody passed is used as an object (`tensor.clone()` on an
         # unannotated parameter): what this run proves depends on what callers pass.
@@ -269,7 +278,7 @@ class FunctionInterpreter:
     def exec_block(self, block: cst.BaseSuite, state: State) -> State:
         if isinstance(block, cst.SimpleStatementSuite):
             return self.exec_small_statements(block.body, state)
-        return self.exec_statements(block.body, state)
+        return self.exec_statements(cast(cst.IndentedBlock, block).body, state)  # the other kind of suite
 
     def exec_statements(self, statements: Sequence[cst.BaseStatement], state: State) -> State:
         for statement in statements:
@@ -402,9 +411,10 @@ class FunctionInterpreter:
             if isinstance(node, cst.For):
                 self.assign(node.target, element, current, node)
             else:
-                current, _ = self.branch(node.test, current)
-                if current is None:
+                entered, _ = self.branch(node.test, current)
+                if entered is None:
                     break
+                current = entered
             self.jumps.append([])
             after = self.exec_block(node.body, current)
             jumps = self.jumps.pop()
@@ -496,7 +506,7 @@ class FunctionInterpreter:
                 current = self.peek(target, state)
                 grown = (
                     self.calls.extended(current, operand)
-                    if isinstance(collapse(current), Val) and collapse(current).items is not None
+                    if isinstance(known := collapse(current), Val) and known.items is not None
                     else NOT_TENSOR
                 )
                 self.assign(target, grown, state, node)
@@ -510,7 +520,7 @@ class FunctionInterpreter:
                     Form.INDEX_ASSIGN,
                     node,
                     target.value,
-                    collapse(base),
+                    as_tensor(base),
                     state,
                     action,
                     op,
@@ -525,7 +535,7 @@ class FunctionInterpreter:
                     Form.AUG_ASSIGN,
                     node,
                     target,
-                    collapse(element),
+                    as_tensor(element),
                     state,
                     f"`{self.ctx.code_of(target)} {symbol} ...` modifies",
                     op,
@@ -549,7 +559,7 @@ class FunctionInterpreter:
             Form.AUG_ASSIGN,
             node,
             target,
-            collapse(current),
+            as_tensor(current),
             state,
             f"`{self.ctx.code_of(target)} {symbol} ...` modifies",
             op,
@@ -584,9 +594,10 @@ class FunctionInterpreter:
         operand = others.get("other")
         overlap = None
         if (
-            is_tensor(operand)
+            operand is not None
+            and is_tensor(operand)
             and operand is not target
-            and collapse(operand).storages & target.storages
+            and as_tensor(operand).storages & target.storages
             and not isinstance(target_expr, cst.Subscript)
         ):
             operand_expr = operand_exprs(node).get("other")
@@ -633,9 +644,10 @@ class FunctionInterpreter:
             text = self.ctx.code_of(node.value if isinstance(node, cst.AugAssign) else node)
             defaults = [side.default if isinstance(side, Sym) else side for side in (left, right)]
             default = None
-            if all(isinstance(d, Const) for d in defaults):
+            first, second = defaults
+            if isinstance(first, Const) and isinstance(second, Const):
                 try:
-                    default = Const(function(defaults[0].value, defaults[1].value))  # type: ignore[union-attr]
+                    default = Const(function(first.value, second.value))
                 except Exception:
                     default = None
             return Sym(text, default)
@@ -661,12 +673,12 @@ class FunctionInterpreter:
                     Form.INDEX_ASSIGN,
                     statement,
                     target.value,
-                    collapse(base),
+                    as_tensor(base),
                     state,
                     f"`{self.ctx.code_of(target)} = ...` writes into",
                 )
                 if graph_of(value) or grad_of(value) > Grad.NO:
-                    self.regraph(collapse(base), graph_of(value), state)  # type: ignore[arg-type]
+                    self.regraph(as_tensor(base), graph_of(value), state)
                 return
             self.store_item(target, value, state, statement)
             return
@@ -679,7 +691,7 @@ class FunctionInterpreter:
             if owner_name is not None and _truth(collapse(value)) is not None:
                 # `tensor.requires_grad = True`: a leaf that requires grad from here on.
                 grad = Grad.LEAF if _truth(collapse(value)) else Grad.NO
-                state.env[owner_name] = replace(collapse(self.peek(target.value, state)), grad=grad, origin=statement)  # type: ignore[type-var]
+                state.env[owner_name] = replace(as_tensor(self.peek(target.value, state)), grad=grad, origin=statement)
             return
         if isinstance(target, cst.Attribute) and dotted(target.value) != "self":
             owner = self.peek(target.value, state)
@@ -803,13 +815,13 @@ class FunctionInterpreter:
             and test.func.value == "isinstance"
             and len(test.args) == 2
         ):
-            subject = self.eval(test.args[0].value, state)
+            instance = self.eval(test.args[0].value, state)
             kinds = self.eval(test.args[1].value, state)
             # `if isinstance(m, nn.ReLU):` — on that side `m` is one of the ReLUs it may be.
             return self.split(
                 test,
                 test.args[0].value,
-                subject,
+                instance,
                 state,
                 lambda option: self.calls.isinstance_verdict(option, kinds),
                 None,
@@ -1068,6 +1080,7 @@ class FunctionInterpreter:
             if isinstance(part, cst.FormattedStringText):
                 text = text + [part.value] if text is not None else None
                 continue
+            part = cast(cst.FormattedStringExpression, part)  # the other kind of part
             value = collapse(self.eval(part.expression, state))
             known = (
                 isinstance(value, Const)
@@ -1075,7 +1088,7 @@ class FunctionInterpreter:
                 and part.conversion is None
                 and part.format_spec is None
             )
-            text = text + [str(value.value)] if text is not None and known else None  # type: ignore[union-attr]
+            text = text + [str(value.value)] if text is not None and known and isinstance(value, Const) else None
         return (
             Const("".join(text), origin=expr, origin_path=self.ctx.path)
             if text is not None and "{" not in "".join(text)
@@ -1095,6 +1108,7 @@ class FunctionInterpreter:
                     for key, value in spread.entries:
                         result = result.set(key, value)
                 continue
+            element = cast(cst.DictElement, element)  # the other kind of element
             key = self.eval(element.key, state)
             value = self.eval(element.value, state)
             if isinstance(key, Const):
@@ -1246,6 +1260,7 @@ class FunctionInterpreter:
                 ):
                     advanced = True
             else:
+                index = cast(cst.Slice, index)  # the other kind of slice
                 for part in (index.lower, index.upper, index.step):
                     if part is not None:
                         self.eval(part, state)
@@ -1256,7 +1271,7 @@ class FunctionInterpreter:
         right = self.eval(expr.right, state)
         if not (is_tensor(left) or is_tensor(right)):
             if isinstance(expr.operator, cst.Add) and all(
-                isinstance(collapse(v), Val) and collapse(v).items is not None for v in (left, right)
+                isinstance(side := collapse(v), Val) and side.items is not None for v in (left, right)
             ):
                 return self.calls.extended(left, right)  # list + list
             return self.combine(left, right, expr.operator, expr)
@@ -1332,8 +1347,8 @@ class FunctionInterpreter:
         node: cst.CSTNode,
         state: State,
         texts: dict[str, str],
-        only=None,
-        facts=None,
+        only: Callable[[str], bool] | None = None,
+        facts: OpFacts | None = None,
     ) -> Val:
         """Record what `op` saves for backward, and return its result with those saves in its
         graph. In-place ops pass `only`: autograd saves a clone of an in-place op's original
@@ -1364,7 +1379,7 @@ class FunctionInterpreter:
             return replace(
                 result,
                 items=tuple(
-                    replace(item, graph=item.graph | made) if is_tensor(item) and item.grad > Grad.NO else item
+                    replace(item, graph=item.graph | made) if is_tensor_val(item) and item.grad > Grad.NO else item
                     for item in result.items
                 ),
             )
@@ -1376,7 +1391,7 @@ class FunctionInterpreter:
         tensor: Val,
         op: str,
         what: str,
-        node: object,
+        node: cst.CSTNode,
         certain: bool = True,
         storages: frozenset[int] | None = None,
         condition: Condition = frozenset(),
@@ -1404,10 +1419,10 @@ class FunctionInterpreter:
         action: str,
         hidden_from_reader: bool = False,
         site: Site | None = None,
-        intended_readers: set[str | None] = frozenset(),
+        intended_readers: AbstractSet[str | None] = frozenset(),
         condition: Condition = frozenset(),
-        calls: tuple = (),
-        overlap=None,
+        calls: tuple[Callable[[], Related], ...] = (),
+        overlap: Reason | None = None,
         chain: cst.CSTNode | None = None,
         flag: cst.CSTNode | None = None,
     ) -> None:
@@ -1500,17 +1515,17 @@ class FunctionInterpreter:
         records = [record for record in state.saves_of(target) if consistent(record.condition | state.condition)]
         if not records:
             return None
-        certain = [record for record in records if record.certain]
+        certain_records = [record for record in records if record.certain]
         shown = sorted(
-            certain or records,
+            certain_records or records,
             key=lambda record: (against_defaults(record.condition), len(record.condition), record.order),
         )
         when = shown[0].condition
         if target.hidden is not None:
             how = target.hidden
-            return Hazard(bool(certain), lambda: hidden_reason(path, how, shown, span_of), when)
+            return Hazard(bool(certain_records), lambda: hidden_reason(path, how, shown, span_of), when)
         cloned = target.cloned
-        return Hazard(bool(certain), lambda: saved_reason(path, written, shown, node, span_of, cloned), when)
+        return Hazard(bool(certain_records), lambda: saved_reason(path, written, shown, node, span_of, cloned), when)
 
     def is_exclusive(self, name: str, target: Val, state: State) -> bool:
         """A local that is not an argument and shares its storage with no other live name."""
@@ -1544,7 +1559,7 @@ class FunctionInterpreter:
         exclusive: bool = False,
         through_view: bool = False,
         condition: Condition = frozenset(),
-        calls: tuple = (),
+        calls: tuple[Callable[[], Related], ...] = (),
         flag: cst.CSTNode | None = None,
         chain: cst.CSTNode | None = None,
         records: Sequence[SaveRecord] = (),
@@ -1646,7 +1661,7 @@ def _same_object(before: Value, after: Value | None) -> bool:
     return cell is not None and cell == getattr(collapse(after), "cell", None)
 
 
-def _refusal(tensor: Val) -> tuple:
+def _refusal(tensor: Val) -> tuple[str, ...]:
     """What makes torch refuse writing a tensor at once, whoever wrote it."""
     return tuple(
         flag
@@ -1741,7 +1756,7 @@ def _truth(value: Value) -> bool | None:
     return None
 
 
-def _compare(compare: Callable[[object, object], bool], symbol: str, left: Value, right: Value) -> bool | None:
+def _compare(compare: Callable[[Any, Any], bool], symbol: str, left: Value, right: Value) -> bool | None:
     left, right = collapse(left), collapse(right)
     if symbol in ("is", "is not") and isinstance(right, Const) and right.value is None:
         if isinstance(left, Const):
@@ -1771,7 +1786,7 @@ def _subject_test(symbol: str, right: Value) -> tuple[str, bool] | None:
     if isinstance(right, Const):
         shown = repr(right.value)
     elif isinstance(right, Val) and right.items is not None and all(isinstance(item, Const) for item in right.items):
-        shown = repr(tuple(item.value for item in right.items))  # type: ignore[union-attr]
+        shown = repr(tuple(item.value for item in right.items if isinstance(item, Const)))  # each is, as tested
     else:
         return None
     positive = _POSITIVE.get(symbol, symbol)

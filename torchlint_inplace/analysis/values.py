@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from itertools import count
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard, cast
 
 from .conditions import Condition, consistent
 
@@ -381,10 +381,20 @@ def grad_of(value: Value | None) -> Grad:
     return max((tensor.grad for tensor in tensors_in(value)), default=Grad.NO)
 
 
+def as_tensor(value: Value) -> Val:
+    """`collapse` of a value that `is_tensor` holds for: a tensor collapses to a `Val`."""
+    return cast(Val, collapse(value))
+
+
 def is_tensor(value: Value | None) -> bool:
     if isinstance(value, Choice):
         value = collapse(value)
     return isinstance(value, Val) and value.is_tensor
+
+
+def is_tensor_val(value: Value | None) -> TypeGuard[Val]:
+    """`is_tensor` of a value that is not a `Choice` (one `collapse`d already): a tensor is then a `Val`."""
+    return is_tensor(value)
 
 
 def tensors_in(value: Value | None) -> list[Val]:
