@@ -18,9 +18,9 @@ Each model is built with its zoo's own factory (`timm.create_model(name)`,
 `torchvision.models.get_model(name)`) — the part a `[tool.torchlint-inplace.confirm]` entry
 gives --confirm for a class whose constructor arguments cannot be guessed — and then fed exactly
 as --confirm feeds a class: inputs inferred from the first consuming layer or searched on the
-`meta` device, forward and backward on CPU under the culprit tracer (runtime/probe.py). One
-model per architecture family (timm module / torchvision builder), the smallest by name, each in
-a forked child with a timeout and a memory limit.
+`meta` device, forward and backward on CPU under the culprit tracer (runtime/harness.py, run as
+runtime/probe.py runs it). One model per architecture family (timm module / torchvision
+builder), the smallest by name, each in a forked child with a timeout and a memory limit.
 """
 
 from __future__ import annotations
@@ -109,9 +109,13 @@ def confirm_like(build: Callable[[], object], name: str) -> str:
     so two copies of a model can be compared), or the reason it could not run."""
     import torch
 
-    from torchlint_inplace.runtime import inputs, probe
+    from torchlint_inplace.runtime import inputs
+    from torchlint_inplace.runtime.coverage import Outcome
+    from torchlint_inplace.runtime.harness import Entry, Harness
+    from torchlint_inplace.runtime.probe import _run_entry
+    from torchlint_inplace.runtime.request import Request
 
-    class ZooHarness(probe.Harness):
+    class ZooHarness(Harness):
         def build(self, device: str | None = None) -> object:
             torch.manual_seed(0)
             with torch.device(device or self.device):
@@ -119,12 +123,12 @@ def confirm_like(build: Callable[[], object], name: str) -> str:
 
     torch.set_num_threads(1)
     model = build()
-    request = probe.Request(Path("<zoo>"), {}, "cpu")
+    request = Request(Path("<zoo>"), {}, "cpu")
     harness = ZooHarness(type(model), sys.modules[type(model).__module__], request, ((), {}))
-    entry = probe.Entry("forward", inputs.slots(model.forward, skip=0))
-    outcome = probe.Outcome("<zoo>", [], {}, name)
+    entry = Entry("forward", inputs.slots(model.forward, skip=0))
+    outcome = Outcome("<zoo>", [], {}, name)
     try:
-        layout = probe._run_entry(harness, entry, outcome)
+        layout = _run_entry(harness, entry, outcome)
     except inputs.NotRun as reason:
         return f"not run: {reason}"
     shapes = [shape for shape in (layout.shapes if layout else ()) if shape]

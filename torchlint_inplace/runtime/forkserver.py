@@ -35,9 +35,11 @@ from typing import Any
 
 import torch
 
-from . import probe
 from .fixed import fix_from_json
 from .inputs import spec_from_json
+from .probe import probe
+from .request import Request
+from .statuses import stronger
 
 OUTPUT_TAIL_BYTES = 8192
 # After the child ended, how long its leftover output may take to arrive.
@@ -75,7 +77,7 @@ def _child(request: dict[str, Any], device: str, result_fd: int, output_fd: int)
             int(line): {code: fix_from_json(fix) for code, fix in by_code.items()}
             for line, by_code in request.get("fixes", {}).items()
         }
-        probe.probe(probe.Request(Path(request["file"]), codes, device, specs, fixes, limit), emit)
+        probe(Request(Path(request["file"]), codes, device, specs, fixes, limit), emit)
     except BaseException:
         traceback.print_exc()
     finally:
@@ -180,7 +182,7 @@ def supervise(request: dict[str, Any], device: str) -> dict[int, str]:
                 *complete, pending = pending.split(b"\n")
                 for line in complete:
                     for number, text in json.loads(line).items():
-                        statuses[int(number)] = probe.stronger(statuses.get(int(number)), text)
+                        statuses[int(number)] = stronger(statuses.get(int(number)), text)
             else:
                 tail = (tail + data)[-OUTPUT_TAIL_BYTES:]
         if status is None and drain_until is None:
