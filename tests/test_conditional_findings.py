@@ -151,3 +151,12 @@ def test_an_optional_tensor_argument_states_that_it_is_set() -> None:
     assert _graded(_without_option_drivers(path.read_text(encoding="utf-8")), path) == [
         ("TIP003", 36, Severity.ERROR, ["`target_embedding` is set"])
     ]
+
+
+def test_an_index_of_an_optional_argument_states_that_it_is_set() -> None:
+    """`state[2][...] = ...` with `state=None` (RWKV's recurrent state), after `state` was
+    rebound to what a helper returned: a tensor only when a caller passes one."""
+    path = OPTION_GUARDED.with_name("optional_state_written_by_index.py")
+    assert _graded(_without_option_drivers(path.read_text(encoding="utf-8")), path) == [
+        ("TIP002", 41, Severity.ERROR, ["`state` is set"])
+    ]

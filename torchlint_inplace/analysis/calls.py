@@ -1047,20 +1047,20 @@ class CallEvaluator:
                 updater = call is self.i.discarded and not new_tensors
                 intended = names_read(argument) if argument is not None and updater else set()
                 action = write.action if write.action.endswith(_CALLERS) else f"{write.action}{_CALLERS}"
-                outer, self.i.grad_enabled = self.i.grad_enabled, self.i.grad_enabled and write.grad_enabled
-                self.i.write(
-                    Form.ARGUMENT,
-                    call,
-                    argument or call,
-                    value,
-                    state,
-                    action,
-                    True,
-                    write.site,
-                    intended,
-                    condition=condition,
-                )
-                self.i.grad_enabled = outer
+                with self.i.modes():
+                    self.i.grad_enabled = self.i.grad_enabled and write.grad_enabled  # the callee's mode at the write
+                    self.i.write(
+                        Form.ARGUMENT,
+                        call,
+                        argument or call,
+                        value,
+                        state,
+                        action,
+                        True,
+                        write.site,
+                        intended,
+                        condition=condition,
+                    )
             if value.storages & self.i.param_storages:
                 state.escaped |= value.graph
         made: set[int] = set()

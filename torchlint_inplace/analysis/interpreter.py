@@ -15,8 +15,9 @@ are `calls.CallEvaluator`'s business.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
+from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -86,6 +87,7 @@ from .values import (
     options_of,
     other_round,
     reachable,
+    tensor_condition,
     tensors_in,
     with_graph,
 )
@@ -459,25 +461,34 @@ class FunctionInterpreter:
         count = self.peek(iterable.args[0].value, state)
         return isinstance(count, Const) and isinstance(count.value, int) and count.value > 0
 
-    def exec_with(self, node: cst.With, state: State) -> State:
+    @contextmanager
+    def modes(self) -> Iterator[None]:
+        """Grad mode, autocast and inference mode as they were on the way in, restored on the
+        way out (an exception included): a `with torch.no_grad():` block, a callee's write
+        replayed under the callee's mode."""
         saved = (self.grad_enabled, self.autocast, self.inference)
-        for item in node.items:
-            mode = self.grad_mode_of(item.item)
-            if mode is not None:
-                self.grad_enabled = mode
-                if mode is False and self.is_inference_mode(item.item):
-                    self.inference = True
-                continue
-            autocast = self.autocast_of(item.item)
-            if autocast is not None:
-                self.autocast = autocast or None
-                continue
-            value = self.eval(item.item, state)
-            if item.asname is not None:
-                self.assign(item.asname.name, value, state, node)
-        state = self.exec_block(node.body, state)
-        self.grad_enabled, self.autocast, self.inference = saved
-        return state
+        try:
+            yield
+        finally:
+            self.grad_enabled, self.autocast, self.inference = saved
+
+    def exec_with(self, node: cst.With, state: State) -> State:
+        with self.modes():
+            for item in node.items:
+                mode = self.grad_mode_of(item.item)
+                if mode is not None:
+                    self.grad_enabled = mode
+                    if mode is False and self.is_inference_mode(item.item):
+                        self.inference = True
+                    continue
+                autocast = self.autocast_of(item.item)
+                if autocast is not None:
+                    self.autocast = autocast or None
+                    continue
+                value = self.eval(item.item, state)
+                if item.asname is not None:
+                    self.assign(item.asname.name, value, state, node)
+            return self.exec_block(node.body, state)
 
     def exec_try(self, node: cst.Try | cst.TryStar, state: State) -> State:
         before = state.copy()
@@ -676,6 +687,7 @@ class FunctionInterpreter:
                     as_tensor(base),
                     state,
                     f"`{self.ctx.code_of(target)} = ...` writes into",
+                    condition=tensor_condition(base),
                 )
                 if graph_of(value) or grad_of(value) > Grad.NO:
                     self.regraph(as_tensor(base), graph_of(value), state)
@@ -1187,7 +1199,11 @@ class FunctionInterpreter:
         results = []
         for condition, option in options_of(base):
             results.append((condition, self.subscript_of(option, expr, key, advanced, state)))
-        return results[0][1] if len(results) == 1 else merge_all(value for _, value in results)
+        if len(results) == 1:
+            return results[0][1]
+        if len({is_tensor(value) for _, value in results}) == 2:
+            return Choice(tuple(results))  # `state[2]` of an optional `state`: a tensor only when set
+        return merge_all(value for _, value in results)
 
     def subscript_of(self, base: Value, expr: cst.Subscript, key: Value | None, advanced: bool, state: State) -> Value:
         if isinstance(base, Module):

@@ -376,6 +376,13 @@ def collapse(value: Value) -> Value:
     return first if all(option == first for _, option in value.options) else NOT_TENSOR
 
 
+def tensor_condition(value: Value) -> Condition:
+    """What a value assumes where it is a tensor: the conditions its tensor options share
+    (`state` of `forward(self, h, state=None)` is one only when set)."""
+    conditions = [condition for condition, option in options_of(value) if is_tensor(option)]
+    return frozenset.intersection(*conditions) if conditions else frozenset()
+
+
 def grad_of(value: Value | None) -> Grad:
     """Whether a value may require grad: a tensor's own, the most of a list's or tuple's."""
     return max((tensor.grad for tensor in tensors_in(value)), default=Grad.NO)
