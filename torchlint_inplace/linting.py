@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 import gc
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache, partial
 from pathlib import Path
@@ -27,7 +27,7 @@ from . import analysis, noqa, notebook, source
 from .analysis.prepass import PrePass
 from .cache import ResultsCache
 from .config import Settings
-from .diagnostics import NOT_CHECKED_CODE, Finding, not_checked
+from .diagnostics import NOT_CHECKED_CODE, Finding, Position, not_checked
 from .globs import matches_path
 from .rule import FormRule, Rule
 
@@ -128,11 +128,21 @@ def _analyze(
 
     def report(with_fixes: bool) -> list[Finding]:
         checked = replace(file_analysis, fixes=with_fixes)
-        findings = [finding for rule in rules for finding in rule().check(checked)]
+        findings = _distinct(finding for rule in rules for finding in rule().check(checked))
         return sorted(suppressions.filter(findings), key=Finding.sort_key)
 
     later = None if fixes else cache(partial(report, True))
     return SourceAnalysis(report(fixes), file_analysis.dependencies, file_analysis.scanned_roots, later)
+
+
+def _distinct(findings: Iterable[Finding]) -> list[Finding]:
+    """The first of findings that read the same (code, where they start, words): the links of
+    one chain (`x[..., :2].mul_(2).add_(y).div_(2)`) met through a caller, or one write met
+    through two parses of its file, are one finding to the reader, and one edit to the fixer."""
+    seen: dict[tuple[str, Position, str], Finding] = {}
+    for finding in findings:
+        seen.setdefault((finding.code, finding.span.start, finding.message), finding)
+    return list(seen.values())
 
 
 def _in_cell_words(finding: Finding, text: str) -> Finding:
