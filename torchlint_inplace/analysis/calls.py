@@ -296,7 +296,9 @@ class CallEvaluator:
     def construct(self, klass: Klass, call: cst.Call, args: Args, state: State) -> Value:
         qualname = klass.qualname
         if isinstance(klass.ref, ClassInfo):
-            return self.i.engine.instantiate(self.i, klass.ref, call, args, state)
+            built = self.i.engine.instantiate(self.i, klass.ref, call, args, state)
+            graph = graph_of(Val(items=tuple(args.values()))) if self.i.grad_enabled else frozenset()
+            return replace(built, graph=graph) if isinstance(built, Module) and graph else built
         if qualname is None:
             return self.opaque_result(args, state)
         if qualname == "torch.nn.Parameter":

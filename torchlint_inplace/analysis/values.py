@@ -179,6 +179,9 @@ class Module:
     ident: int = field(default_factory=fresh_id)
     config: tuple[tuple[str, Value], ...] = ()  # constructor arguments the tables care about (p, max_norm)
     origin: cst.CSTNode | None = field(default=None, compare=False, hash=False)
+    # What the tensors it was built with were computed through (`ModelOutput(logits=h)`): an
+    # object returned or handed on carries them along.
+    graph: frozenset[int] = field(default=frozenset(), compare=False, hash=False)
 
     @property
     def is_container(self) -> bool:
@@ -265,7 +268,11 @@ def merge_values(
             else:  # a list that grew on one path: one element standing for all of them
                 items = (merge_all(a.items + b.items),) if a.items or b.items else ()
             return replace(_merge_tensors(a, b), items=items, cell=cell)
-        return replace(_merge_tensors(a, b), bound_when=_bound_when(a, b, when_a, when_b))
+        # A tensor met by a tuple (`self.mlp(h)` is a tensor or, for the MoE block, a tuple):
+        # the merged tensor keeps what the dropped elements were computed through.
+        return replace(
+            _merge_tensors(a, b), bound_when=_bound_when(a, b, when_a, when_b), graph=graph_of(a) | graph_of(b)
+        )
     if isinstance(a, Val) and not a.is_tensor and a.items is None:
         return b  # nothing known on one side: keep what the other knows
     if isinstance(b, Val) and not b.is_tensor and b.items is None:
@@ -442,7 +449,10 @@ def with_graph(value: Value, graph: frozenset[int]) -> Value:
 
 
 def graph_of(value: Value | None) -> frozenset[int]:
-    return frozenset().union(*(tensor.graph for tensor in tensors_in(value)))
+    found = frozenset().union(*(tensor.graph for tensor in tensors_in(value)))
+    if value is None:
+        return found
+    return found.union(*(option.graph for _, option in options_of(value) if isinstance(option, Module)))
 
 
 def item_of(value: Value, index: int) -> Value:
