@@ -13,7 +13,7 @@ import ast
 from dataclasses import dataclass
 
 from .sites import Site
-from .statements import Variables, evaluate, statement_at
+from .statements import Variables, calls_in_function, evaluate, statement_at
 
 FIXES = {
     "TIP001": "use the out-of-place method (`y = x.{op}(...)` instead of `x.{op}_(...)`), or mutate a `.clone()`",
@@ -66,6 +66,8 @@ def _rule(op: str, write: Site | None, saved: Site | None, local: Variables) -> 
         and (write.file, write.function) != (saved.file, saved.function)
         and target in write.parameters
         and target != "self"
+        # the save was made by a function the writer calls (its own helper), not by a caller
+        and saved.function.rpartition(".")[2] not in calls_in_function(write.file, write.line)
     ):
         return "TIP007"
     if isinstance(statement, ast.Assign) and any(isinstance(t, ast.Subscript) for t in statement.targets):

@@ -52,6 +52,27 @@ def _tree(file: str) -> ast.Module | None:
     return tree
 
 
+def calls_in_function(file: str, line: int) -> frozenset[str]:
+    """The names the function holding `line` calls (`helper(...)`, `self.extract(...)`)."""
+    tree = _tree(file)
+    if tree is None:
+        return frozenset()
+    functions = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.lineno <= line <= (node.end_lineno or node.lineno)
+    ]
+    if not functions:
+        return frozenset()
+    innermost = max(functions, key=lambda node: node.lineno)
+    return frozenset(
+        node.func.id if isinstance(node.func, ast.Name) else node.func.attr
+        for node in ast.walk(innermost)
+        if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute))
+    )
+
+
 _statements: dict[str, tuple[ast.Module, dict[int, Statement | None]]] = {}
 
 
