@@ -52,27 +52,6 @@ def _tree(file: str) -> ast.Module | None:
     return tree
 
 
-def calls_in_function(file: str, line: int) -> frozenset[str]:
-    """The names the function holding `line` calls (`helper(...)`, `self.extract(...)`)."""
-    tree = _tree(file)
-    if tree is None:
-        return frozenset()
-    functions = [
-        node
-        for node in ast.walk(tree)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-        and node.lineno <= line <= (node.end_lineno or node.lineno)
-    ]
-    if not functions:
-        return frozenset()
-    innermost = max(functions, key=lambda node: node.lineno)
-    return frozenset(
-        node.func.id if isinstance(node.func, ast.Name) else node.func.attr
-        for node in ast.walk(innermost)
-        if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute))
-    )
-
-
 _statements: dict[str, tuple[ast.Module, dict[int, Statement | None]]] = {}
 
 
@@ -264,11 +243,11 @@ _AUG_OPS = {
 _functions: dict[str, tuple[ast.Module, dict[int, ast.FunctionDef | ast.AsyncFunctionDef]]] = {}
 
 
-def function_at(file: str, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    """The function whose `def` (or first decorator) is at `line`: a code object's first line."""
+def _function_index(file: str) -> dict[int, ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The file's functions by the line of their `def` (or first decorator), cached per parse."""
     tree = _tree(file)
     if tree is None:
-        return None
+        return {}
     cached = _functions.get(file)
     if cached is None or cached[0] is not tree:
         index = {
@@ -277,7 +256,27 @@ def function_at(file: str, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef 
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         }
         cached = _functions[file] = (tree, index)
-    return cached[1].get(line)
+    return cached[1]
+
+
+def function_at(file: str, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The function whose `def` (or first decorator) is at `line`: a code object's first line."""
+    return _function_index(file).get(line)
+
+
+def calls_in_function(file: str, line: int) -> frozenset[str]:
+    """The names the innermost function holding `line` calls (`helper(...)`, `self.extract(...)`)."""
+    holding = [
+        node for node in _function_index(file).values() if node.lineno <= line <= (node.end_lineno or node.lineno)
+    ]
+    if not holding:
+        return frozenset()
+    innermost = max(holding, key=lambda node: node.lineno)
+    return frozenset(
+        node.func.id if isinstance(node.func, ast.Name) else node.func.attr
+        for node in ast.walk(innermost)
+        if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute))
+    )
 
 
 def evaluate(node: ast.expr, local: Variables, global_: Variables) -> object:
