@@ -28,10 +28,11 @@ from .imports import dotted
 from .instances import Instance, patched
 from .interpreter import MAX_CALL_DEPTH, FunctionInterpreter
 from .model import Mutation
-from .params import annotation_text, function_grad_enabled, is_entry, tensor_list_parameters, tensor_parameters
+from .params import function_grad_enabled, is_entry, tensor_list_parameters, tensor_parameters
 from .project import FileContext, Project, key_of
 from .state import State
 from .summaries import Summary, SummaryRecorder
+from .syntax import annotation_text
 from .values import (
     NOT_TENSOR,
     Choice,
@@ -614,7 +615,7 @@ class Engine:
             if name in lists:
                 grad = Grad.MAYBE if entry else Grad.UNKNOWN
                 values[name] = Val(items=(Val(fresh_storage(), grad, origin=node),))
-            elif entry and _defaults_to_none(param) and (name in tensors or not annotation_text(param)):
+            elif entry and _defaults_to_none(param) and (name in tensors or not annotation_text(param.annotation)):
                 # `target_embedding: Tensor | None = None`: set or not, and the finding says which
                 given = Assumption(f"{name}", "is None", False)
                 values[name] = Choice(

@@ -10,16 +10,13 @@ import libcst as cst
 
 from .classes import ClassInfo
 from .imports import Imports, dotted
+from .syntax import annotation_text, optional_forms
 from .values import Grad
 
 _GRAD_OFF_DECORATORS = frozenset(
     {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.inference_mode"}
 )
-_TENSOR_ANNOTATIONS = frozenset(
-    f"{wrap[0]}{name}{wrap[1]}"
-    for name in ("Tensor", "torch.Tensor", "th.Tensor")
-    for wrap in (("", ""), ("Optional[", "]"), ("", "|None"), ("None|", ""), ("'", "'"), ('"', '"'))
-)
+_TENSOR_ANNOTATIONS = optional_forms(("Tensor", "torch.Tensor", "th.Tensor"))
 
 
 _TENSOR_LIST_ANNOTATIONS = frozenset(
@@ -67,16 +64,12 @@ def is_entry(func: cst.FunctionDef, cls: ClassInfo | None, is_module: bool) -> b
     return cls is not None and (name == "forward" or (name == "__call__" and is_module))
 
 
-def annotation_text(param: cst.Param) -> str:
-    return _annotation_text(param)
-
-
 def tensor_list_parameters(func: cst.FunctionDef) -> list[str]:
     """Parameters annotated as a list or tuple of tensors: `inputs: list[Tensor]`."""
     return [
         param.name.value
         for param in (*func.params.params, *func.params.kwonly_params)
-        if _annotation_text(param) in _TENSOR_LIST_ANNOTATIONS
+        if annotation_text(param.annotation) in _TENSOR_LIST_ANNOTATIONS
     ]
 
 
@@ -90,15 +83,7 @@ def _annotation_kind(param: cst.Param) -> bool | None:
     """True: annotated as a tensor; False: annotated as something else; None: not annotated."""
     if param.annotation is None:
         return None
-    return _annotation_text(param) in _TENSOR_ANNOTATIONS
-
-
-def _annotation_text(param: cst.Param) -> str:
-    if param.annotation is None:
-        return ""
-    annotation = param.annotation.annotation
-    # Most annotations are a name (`int`, `torch.Tensor`): read it without generating code.
-    return dotted(annotation) or cst.Module([]).code_for_node(annotation).replace(" ", "")
+    return annotation_text(param.annotation) in _TENSOR_ANNOTATIONS
 
 
 def _non_tensor_default(param: cst.Param) -> bool:

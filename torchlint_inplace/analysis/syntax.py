@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from functools import lru_cache
 
 import libcst as cst
@@ -22,39 +23,33 @@ def evaluated_literal(text: str) -> object:
     return ast.literal_eval(text)
 
 
-_INTEGER_TENSOR_TYPES = frozenset(
+def optional_forms(names: Iterable[str]) -> frozenset[str]:
+    """How an annotation of one of `names` reads as `annotation_text` gives it: bare, optional
+    (`Optional[X]`, `X | None`, `None | X`) or quoted."""
+    wraps = (("", ""), ("Optional[", "]"), ("", "|None"), ("None|", ""), ("'", "'"), ('"', '"'))
+    return frozenset(f"{head}{name}{tail}" for name in names for head, tail in wraps)
+
+
+# The legacy typed-tensor names say the dtype, and an integer or boolean tensor never requires grad.
+_INTEGER_TENSOR_ANNOTATIONS = optional_forms(
     f"{prefix}{name}Tensor"
     for prefix in ("", "torch.", "th.", "torch.cuda.")
     for name in ("Long", "Int", "Short", "Char", "Byte", "Bool")
 )
 
 
-def is_integer_annotation(annotation: cst.Annotation | None) -> bool:
-    """`torch.LongTensor`, `Optional[torch.BoolTensor]`, `torch.IntTensor | None`: the legacy
-    typed-tensor names say the dtype, and an integer or boolean tensor never requires grad."""
+def annotation_text(annotation: cst.Annotation | None) -> str:
+    """An annotation as compact text (`torch.Tensor|None`), "" where there is none."""
     if annotation is None:
-        return False
-    expr: cst.BaseExpression = annotation.annotation
-    while True:
-        if isinstance(expr, cst.SimpleString):
-            return (
-                expr.raw_value.replace(" ", "").removeprefix("Optional[").removesuffix("]").removesuffix("|None")
-                in _INTEGER_TENSOR_TYPES
-            )
-        if isinstance(expr, cst.Subscript) and dotted(expr.value) in ("Optional", "typing.Optional"):
-            element = expr.slice[0].slice if len(expr.slice) == 1 else None
-            if not isinstance(element, cst.Index):
-                return False
-            expr = element.value
-        elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.BitOr):
-            sides = [
-                side for side in (expr.left, expr.right) if not (isinstance(side, cst.Name) and side.value == "None")
-            ]
-            if len(sides) != 1:
-                return False
-            expr = sides[0]
-        else:
-            return dotted(expr) in _INTEGER_TENSOR_TYPES
+        return ""
+    expr = annotation.annotation
+    # Most annotations are a name (`int`, `torch.Tensor`): read it without generating code.
+    return dotted(expr) or cst.Module([]).code_for_node(expr).replace(" ", "")
+
+
+def is_integer_annotation(annotation: cst.Annotation | None) -> bool:
+    """`torch.LongTensor`, `Optional[torch.BoolTensor]`, `torch.IntTensor | None`."""
+    return annotation_text(annotation) in _INTEGER_TENSOR_ANNOTATIONS
 
 
 def literal(expr: cst.BaseExpression) -> bool | None:
