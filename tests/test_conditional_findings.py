@@ -160,3 +160,11 @@ def test_an_index_of_an_optional_argument_states_that_it_is_set() -> None:
     assert _graded(_without_option_drivers(path.read_text(encoding="utf-8")), path) == [
         ("TIP002", 41, Severity.ERROR, ["`state` is set"])
     ]
+
+
+def test_a_method_named_only_in_a_string_holds_unconditionally() -> None:
+    """`forward` raising "call encode(x)" does not call `encode`: its finding is its own."""
+    path = OPTION_GUARDED.with_name("method_named_in_a_string.py")
+    assert _graded(_without_option_drivers(path.read_text(encoding="utf-8")), path) == [
+        ("TIP001", 20, Severity.ERROR, [])
+    ]

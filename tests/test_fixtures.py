@@ -47,6 +47,10 @@ SAFE_COMMENT = re.compile(r"#\s*safe:")
 # holds the analysis to exactly that, so fixing a gap makes the test ask for the marker to go.
 # Each rule's documentation lists them as its known problems (`known_problems` below, read by
 # scripts/gen_docs.py).
+# `--preview` adds findings whose consequence the analysis cannot prove (a tensor of unknown
+# provenance, say); each one a fixture's line gets with preview on is marked there,
+# `# safe: why  # preview: TIP003`, so that a preview finding is as deliberate as a default one.
+PREVIEW_COMMENT = re.compile(r"#\s*preview:\s*(?P<codes>TIP\d{3}(?:\s*,\s*TIP\d{3})*)")
 KNOWN_MISS_COMMENT = re.compile(r"#\s*known-miss:\s*(?P<why>.*)")
 KNOWN_FALSE_POSITIVE_COMMENT = re.compile(r"#\s*known-false-positive:\s*(?P<code>TIP\d{3})\s*(?P<why>.*)")
 
@@ -85,6 +89,14 @@ def expected_findings(text: str) -> Counter[tuple[int, str]]:
         for code in match["codes"].split(","):
             expected[(line, code.strip())] += 1
     return expected
+
+
+def preview_findings(text: str) -> Counter[tuple[int, str]]:
+    marked: Counter[tuple[int, str]] = Counter()
+    for line, match in _comment_lines(text, PREVIEW_COMMENT):
+        for code in match["codes"].split(","):
+            marked[(line, code.strip())] += 1
+    return marked
 
 
 def reported_today(text: str) -> Counter[tuple[int, str]]:
@@ -140,6 +152,17 @@ def test_findings_match_inline_expectations(path: Path) -> None:
     unexpected = sorted((reported - expected).elements())
     problems = [f"missing   line {line} {code}" for line, code in missing]
     problems += [f"unexpected line {line} {code}: {messages[(line, code)]}" for line, code in unexpected]
+    assert not problems, f"{_test_id(path)}:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=_test_id)
+def test_preview_adds_only_the_marked_findings(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    default = Counter((f.line, f.code) for f in lint_source(text, path, every_rule()))
+    with_preview = Counter((f.line, f.code) for f in lint_source(text, path, every_rule(preview=True)))
+    added, marked = with_preview - default, preview_findings(text)
+    problems = [f"unmarked preview finding line {line} {code}" for line, code in sorted((added - marked).elements())]
+    problems += [f"marked, not reported: line {line} {code}" for line, code in sorted((marked - added).elements())]
     assert not problems, f"{_test_id(path)}:\n" + "\n".join(problems)
 
 

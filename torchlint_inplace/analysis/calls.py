@@ -23,8 +23,8 @@ from .instances import submodules
 from .model import Form
 from .modules import ModuleFactory
 from .state import SaveRecord, State, merge_states
-from .summaries import Slot, Summary
-from .syntax import names_read
+from .summaries import ParamWrite, Slot, Summary
+from .syntax import literal, names_read, switched_on_by
 from .training import TrainingLoop, looks_like_optimizer
 from .values import (
     NOT_TENSOR,
@@ -59,7 +59,7 @@ from .values import (
     tensors_in,
     with_graph,
 )
-from .vocabulary import METADATA_METHODS, NON_CONTIGUOUS_VIEWS, NON_TENSOR_METHODS, SAFE_INPLACE_PREFIXES
+from .vocabulary import NON_CONTIGUOUS_VIEWS, NON_TENSOR_METHODS, RECEIVER_METADATA_METHODS, SAFE_INPLACE_PREFIXES
 
 if TYPE_CHECKING:
     from .protocols import Interpreter
@@ -90,6 +90,8 @@ _SELF_RETURNING = frozenset(
 )
 _MAX_RANGE = 8  # numbers of a `range` of known bounds the interpreter enumerates
 _DICT_METHODS = frozenset({"get", "values", "items", "keys", "update", "setdefault", "pop", "copy", "clear", "popitem"})
+# Those that read a mapping: on what code we cannot see returned, a dict more likely than a tensor.
+_MAPPING_READERS = frozenset({"get", "values", "items", "keys"})
 # Classes whose instances are their constructor's keywords, read as attributes.
 _NAMESPACE_CLASSES = frozenset({"types.SimpleNamespace", "argparse.Namespace"})
 _CONTAINER_GROWERS = frozenset({"append", "extend", "insert", "add_module", "register_module", "update"})
@@ -122,11 +124,13 @@ class CallEvaluator:
         func = call.func
         qualname = self.i.ctx.imports.qualname(func)
         if qualname is not None and qualname.split(".")[0] in ("torch", "functools", "itertools", "types", "argparse"):
-            args = self.arguments(call, state)
+            short = qualname.rsplit(".", 1)[-1]
+            like = short.endswith("_like") and self.i.facts.is_factory(short)  # `torch.zeros_like(x)`
+            args = self.arguments(call, state, first_unread=like)
             return self.call_value(self.i.engine.torch_value(qualname), call, args, state)
         if isinstance(func, cst.Attribute):
             method = func.attr.value
-            if method in METADATA_METHODS:
+            if method in RECEIVER_METADATA_METHODS:
                 receiver = self.i.peek(func.value, state)  # `x.size()`: not a read of the values
             else:
                 receiver = self.i.eval(func.value, state)
@@ -139,7 +143,11 @@ class CallEvaluator:
         args = self.arguments(call, state)
         return self.call_value(callee, call, args, state)
 
-    def arguments(self, call: cst.Call, state: State) -> Args:
+    def arguments(self, call: cst.Call, state: State, first_unread: bool = False) -> Args:
+        """The call's arguments; `first_unread`: the first is read only for its metadata."""
+        if first_unread and call.args and not call.args[0].star and call.args[0].keyword is None:
+            first = call.args[0].value
+            return evaluate(call, lambda expr, at: (self.i.unread if expr is first else self.i.eval)(expr, at), state)
         return evaluate(call, self.i.eval, state)
 
     def call_value(self, callee: Value, call: cst.Call, args: Args, state: State) -> Value:
@@ -790,7 +798,7 @@ class CallEvaluator:
                     )
                 elif "result" in saved and self.i.grad_enabled and target.grad > Grad.NO:
                     record = self.i.save(state, target, label, "its result", call, certain=target.grad > Grad.UNKNOWN)
-                    self.i.regraph(target, frozenset({record.order}), state)
+                    self.i.regraph(target, frozenset({record.order}), state, target.grad)
                     return replace(target, graph=target.graph | {record.order})
                 return target
         out = args.keywords.get("out")
@@ -834,6 +842,17 @@ class CallEvaluator:
         )
         return Val(items=items)
 
+    @staticmethod
+    def asked_for(summary: Summary, write: ParamWrite, binding: Binding) -> bool:
+        """Whether the callee's write sits on a path the call chose with a `True`/`False` literal."""
+        flags = {name for name, expr in binding.exprs.items() if expr is not None and literal(expr) is not None}
+        return (
+            bool(flags)
+            and summary.node is not None
+            and write.site.path == summary.path
+            and switched_on_by(summary.node, write.site.node, flags)
+        )
+
     def inplace_flag(self, short: str, args: Args) -> Condition | None:
         """The condition under which a functional's `inplace=` makes it write (None: never)."""
         index = self.i.facts.inplace_kwarg_functionals.get(short)
@@ -866,6 +885,8 @@ class CallEvaluator:
 
     def call_method(self, receiver: Val, method: str, call: cst.Call, args: Args, state: State) -> Value:
         target_expr = cast(cst.Attribute, call.func).value  # called for `receiver.method(...)`
+        if receiver.opaque and method in _MAPPING_READERS:  # `grouped.values()` of an unseen helper's dict
+            return self.opaque_result(args.prepend([receiver]), state)
         facts = self.i.facts
         if method in facts.inplace_methods or method in facts.inplace_view_methods:
             twin = facts.inplace_methods.get(method)
@@ -1042,11 +1063,13 @@ class CallEvaluator:
             else:
                 # `normalize_(x)` as a statement, returning nothing or `x` itself, is called to
                 # update `x`: reading `x` afterwards is intended. One that returns a new value
-                # (`encode(mel)`) is called for that value, and changing `mel` is its side effect.
+                # (`encode(mel)`) is called for that value, and changing `mel` is its side effect,
+                # unless the call asked for it (`helper(x, functional=False)` takes the branch
+                # that writes).
                 new_tensors = [
                     tensor for tensor in tensors_in(summary.returned) if not tensor.storages <= summary.slots.keys()
                 ]
-                updater = call is self.i.discarded and not new_tensors
+                updater = (call is self.i.discarded and not new_tensors) or self.asked_for(summary, write, binding)
                 intended = names_read(argument) if argument is not None and updater else set()
                 action = write.action if write.action.endswith(_CALLERS) else f"{write.action}{_CALLERS}"
                 with self.i.modes():

@@ -32,7 +32,7 @@ from .params import function_grad_enabled, is_entry, tensor_list_parameters, ten
 from .project import FileContext, Project, key_of
 from .state import State
 from .summaries import Summary, SummaryRecorder
-from .syntax import annotation_text
+from .syntax import annotation_text, names_read
 from .values import (
     NOT_TENSOR,
     Choice,
@@ -521,11 +521,14 @@ class Engine:
                 _guarded(self.run_picked_forward, ctx, info)
         ran = _nodes(self.reached) | _nodes([summary for _, summary in self.picked])
         called = _called_by_siblings(ctx)
-        for node, cls in sorted(ctx.bodies, key=lambda body: id(body[0]) in called):
-            # One an earlier entry reached (under its no_grad) is not run again. A method its
-            # class's other methods call comes last: it runs through them, under their conditions
-            # (esm's `_inference_forward`, which `forward` calls when `inplace_safe`); one they
-            # did not reach holds only if something calls it otherwise, and says so.
+        order = sorted(ctx.bodies, key=lambda body: (self.grad_enabled(ctx, *body), id(body[0]) in called))
+        for node, cls in order:
+            # One an earlier entry reached (under its no_grad) is not run again: no_grad code
+            # (an optimizer's `step`) runs first, so that the helpers it calls, wherever they are
+            # defined, run there. A method its class's other methods call comes last: it runs
+            # through them, under their conditions (esm's `_inference_forward`, which `forward`
+            # calls when `inplace_safe`); one they did not reach holds only if something calls it
+            # otherwise, and says so.
             if id(node) in ran or (wanted is not None and not wanted(node)):
                 continue
             ref = FunctionRef(ctx.path, node, cls)
@@ -646,7 +649,8 @@ def _mentioning(ctx: FileContext, names: frozenset[str]) -> Callable[[cst.CSTNod
 
 
 def _called_by_siblings(ctx: FileContext) -> set[int]:
-    """The methods (ids of their nodes) that another method of their class names."""
+    """The methods (ids of their nodes) that another method of their class names in its code,
+    not in a string (`state['step']` in `__setstate__` does not call `step`)."""
     methods: dict[int, list[cst.FunctionDef]] = {}
     for node, cls in ctx.bodies:
         if cls is not None:
@@ -655,7 +659,7 @@ def _called_by_siblings(ctx: FileContext) -> set[int]:
         id(node)
         for siblings in methods.values()
         for node in siblings
-        if any(other is not node and node.name.value in _words(ctx, other) for other in siblings)
+        if any(other is not node and node.name.value in names_read(other.body) for other in siblings)
     }
 
 

@@ -620,21 +620,21 @@ class FunctionInterpreter:
             graph |= self.record_op(
                 op, label, bound, target, node, state, {}, only=lambda saved: saved == "result"
             ).graph
-        if graph - target.graph or (
-            target.grad is Grad.NO and any(grad_of(value) > Grad.NO for value in others.values())
-        ):
-            self.regraph(target, graph, state)
+        gained = max((grad_of(value) for value in others.values()), default=Grad.NO)
+        if graph - target.graph or (target.grad is Grad.NO and gained > Grad.NO):
+            self.regraph(target, graph, state, gained)
 
-    def regraph(self, target: Val, graph: frozenset[int], state: State) -> None:
+    def regraph(self, target: Val, graph: frozenset[int], state: State, gained: Grad) -> None:
         """After an in-place op the written tensor's value depends on its operands too: it is
-        in their graph, and requires grad if it did not (`buffer[i] = x * w`)."""
+        in their graph, and requires grad if it did not and they may (`buffer[i] = x * w`), as
+        surely as they do: a zero buffer added an unknown helper's result may not require grad."""
         for name, value in list(state.env.items()):
             if (
                 isinstance(value, Val)
                 and value.storages & target.storages
                 and (not value.graph >= graph or value.grad is Grad.NO)
             ):
-                grad = Grad.MAYBE if value.grad is Grad.NO and self.grad_enabled else value.grad
+                grad = min(gained, Grad.MAYBE) if value.grad is Grad.NO and self.grad_enabled else value.grad
                 state.env[name] = replace(value, graph=value.graph | graph, grad=grad, fresh_buffer=False)
 
     def combine(self, left: Value, right: Value, op: cst.BaseBinaryOp | cst.BaseAugOp, node: cst.CSTNode) -> Value:
@@ -690,7 +690,7 @@ class FunctionInterpreter:
                     condition=tensor_condition(base),
                 )
                 if graph_of(value) or grad_of(value) > Grad.NO:
-                    self.regraph(as_tensor(base), graph_of(value), state)
+                    self.regraph(as_tensor(base), graph_of(value), state, grad_of(value))
                 return
             self.store_item(target, value, state, statement)
             return
@@ -807,9 +807,10 @@ class FunctionInterpreter:
             if decided is not None:
                 return decided[::-1] if negated else decided
         if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-            left = self.eval(test.left, state)
             comparison = test.comparisons[0]
-            right = self.eval(comparison.comparator, state)
+            evaluate = self.unread if isinstance(comparison.operator, (cst.Is, cst.IsNot)) else self.eval
+            left = evaluate(test.left, state)
+            right = evaluate(comparison.comparator, state)
             symbol, compare = _COMPARISONS.get(type(comparison.operator), ("", None))
             if compare is not None:
                 return self.split(
@@ -1007,6 +1008,14 @@ class FunctionInterpreter:
             return Val(items=tuple(self.peek(element.value, state) for element in expr.elements))
         return NOT_TENSOR
 
+    def unread(self, expr: cst.BaseExpression, state: State) -> Value:
+        """An operand whose values are not read, only its identity or metadata (`a is b`,
+        `torch.zeros_like(a)`): a name or attribute there sees no earlier write. Anything else
+        is evaluated, for what its calls do."""
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            return self.peek(expr, state)
+        return self.eval(expr, state)
+
     def eval(self, expr: cst.BaseExpression, state: State) -> Value:
         if isinstance(expr, cst.Name):
             return self.eval_name(expr, state)
@@ -1055,10 +1064,10 @@ class FunctionInterpreter:
             self.assign(expr.target, value, state, expr)
             return value
         if isinstance(expr, cst.Comparison):
-            operands = [self.eval(expr.left, state)] + [
-                self.eval(target.comparator, state) for target in expr.comparisons
-            ]
-            if any(map(is_tensor, operands)):
+            identity = all(isinstance(part.operator, (cst.Is, cst.IsNot)) for part in expr.comparisons)
+            evaluate = self.unread if identity else self.eval
+            operands = [evaluate(expr.left, state)] + [evaluate(part.comparator, state) for part in expr.comparisons]
+            if not identity and any(map(is_tensor, operands)):  # `a is b` makes a bool
                 return self.new_tensor([], grad=Grad.NO)
             if len(operands) == 2:
                 symbol, compare = _COMPARISONS.get(type(expr.comparisons[0].operator), ("", None))
@@ -1324,13 +1333,18 @@ class FunctionInterpreter:
             and isinstance(iterable.func, cst.Name)
             and iterable.func.value in ("enumerate", "zip", "reversed")
         ):
-            parts = [element_of(part) for part in (value.items or ())] if isinstance(value, Val) else []
+            arguments = [arg.value for arg in iterable.args if not keyword_of(arg)]
+            parts = (
+                [element_of(part, loop) for part, loop in zip(value.items or (), arguments, strict=False)]
+                if isinstance(value, Val)
+                else []
+            )
             if iterable.func.value == "enumerate":
                 return Val(items=(NOT_TENSOR, parts[0] if parts else NOT_TENSOR))
             if iterable.func.value == "zip":
                 return Val(items=tuple(parts))
             return parts[0] if parts else NOT_TENSOR
-        return element_of(value)
+        return element_of(value, iterable)
 
     def eval_comprehension(
         self, expr: cst.ListComp | cst.GeneratorExp | cst.SetComp | cst.DictComp, state: State

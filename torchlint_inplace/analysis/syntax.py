@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from functools import lru_cache
 
 import libcst as cst
@@ -62,7 +63,7 @@ def is_self(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "self"
 
 
-def names_read(expr: cst.BaseExpression) -> set[str]:
+def names_read(expr: cst.CSTNode) -> set[str]:
     """Every name and attribute chain an expression reads: `view_as_real(r) if c else r` -> {r, c, ...}."""
     found: set[str] = set()
     stack: list[cst.CSTNode] = [expr]
@@ -109,3 +110,26 @@ def operand_exprs(node: cst.CSTNode) -> dict[str, cst.BaseExpression]:
     if isinstance(node, cst.Call) and node.args and node.args[0].keyword is None:
         return {"other": node.args[0].value}
     return {}
+
+
+def switched_on_by(func: cst.FunctionDef, node: cst.CSTNode, flags: AbstractSet[str]) -> bool:
+    """Whether `node` lies in a branch of an `if` in `func` whose test reads one of `flags`:
+    parameters a call sets with a `True`/`False` literal (`functional=False`, `inplace=True`),
+    choosing the path that holds the node."""
+    stack: list[cst.CSTNode] = [func.body]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.If) and names_read(current.test) & flags and _holds(current, node):
+            return True
+        stack.extend(current.children)
+    return False
+
+
+def _holds(tree: cst.CSTNode, node: cst.CSTNode) -> bool:
+    stack = [tree]
+    while stack:
+        current = stack.pop()
+        if current is node:
+            return True
+        stack.extend(current.children)
+    return False

@@ -466,16 +466,20 @@ def item_of(value: Value, index: int) -> Value:
     return element_of(value)
 
 
-def element_of(value: Value) -> Value:
-    """An element of an iterable: a view for a tensor, the merge of a container's items."""
+def element_of(value: Value, loop: cst.CSTNode | None = None) -> Value:
+    """An element of an iterable: a view for a tensor, the merge of a container's items. Where a
+    `for` loop iterates a tensor, the loop's iterable is where its `unbind()` views are made."""
     if isinstance(value, Choice):
-        return collapse(Choice(tuple((condition, element_of(option)) for condition, option in value.options)))
+        return collapse(Choice(tuple((condition, element_of(option, loop)) for condition, option in value.options)))
     if isinstance(value, Module):
         return merge_all(value.items or ())
     if isinstance(value, DictVal):
         return merge_all([Const(key) for key, _ in value.entries]) if value.entries else NOT_TENSOR
     if isinstance(value, Val) and value.is_tensor:
-        return replace(value.view(), multi_view="unbind")  # iterating a tensor unbinds it
+        if value.opaque:  # what code we cannot see returned: likely a list or tuple of tensors
+            return value.part()
+        # Iterating a tensor unbinds it; iterating the outputs of `chunk()` gives those outputs.
+        return replace(value.view(), multi_view=value.multi_view or "unbind", origin=loop or value.origin)
     if isinstance(value, Val) and value.items:
         return merge_all(value.items)
     if isinstance(value, Params):

@@ -71,6 +71,10 @@ METADATA_METHODS = frozenset(
     }
 )
 
+# Methods that read only their receiver's metadata: the metadata itself, and new tensors shaped
+# like it (`x.new_empty(...)`, as `torch.empty_like(x)` reads only `x`'s metadata too).
+RECEIVER_METADATA_METHODS = METADATA_METHODS | {"new_empty", "new_zeros", "new_ones", "new_full", "new_empty_strided"}
+
 NON_CONTIGUOUS_VIEWS = frozenset(
     {
         "transpose",
