@@ -655,12 +655,18 @@ def _called_by_siblings(ctx: FileContext) -> set[int]:
     for node, cls in ctx.bodies:
         if cls is not None:
             methods.setdefault(id(cls), []).append(node)
-    return {
-        id(node)
-        for siblings in methods.values()
-        for node in siblings
-        if any(other is not node and node.name.value in names_read(other.body) for other in siblings)
-    }
+    called: set[int] = set()
+    for siblings in methods.values():
+        if len(siblings) < 2:
+            continue
+        names = {method.name.value for method in siblings}
+        named = [names_read(method.body) & names for method in siblings]
+        called.update(
+            id(node)
+            for node in siblings
+            if any(other is not node and node.name.value in used for other, used in zip(siblings, named, strict=True))
+        )
+    return called
 
 
 def _nodes(summaries: list[Summary]) -> set[int]:
