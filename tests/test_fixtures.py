@@ -83,20 +83,21 @@ def _comment_lines(text: str, pattern: re.Pattern[str]) -> Iterator[tuple[int, r
             yield token.start[0], match
 
 
-def expected_findings(text: str) -> Counter[tuple[int, str]]:
-    expected: Counter[tuple[int, str]] = Counter()
-    for line, match in _comment_lines(text, EXPECT_COMMENT):
-        for code in match["codes"].split(","):
-            expected[(line, code.strip())] += 1
-    return expected
-
-
-def preview_findings(text: str) -> Counter[tuple[int, str]]:
+def _marked_codes(text: str, pattern: re.Pattern[str]) -> Counter[tuple[int, str]]:
+    """(line, code) for each code a comment of this kind lists (`# expect: TIP001, TIP003`)."""
     marked: Counter[tuple[int, str]] = Counter()
-    for line, match in _comment_lines(text, PREVIEW_COMMENT):
+    for line, match in _comment_lines(text, pattern):
         for code in match["codes"].split(","):
             marked[(line, code.strip())] += 1
     return marked
+
+
+def expected_findings(text: str) -> Counter[tuple[int, str]]:
+    return _marked_codes(text, EXPECT_COMMENT)
+
+
+def preview_findings(text: str) -> Counter[tuple[int, str]]:
+    return _marked_codes(text, PREVIEW_COMMENT)
 
 
 def reported_today(text: str) -> Counter[tuple[int, str]]:
