@@ -29,6 +29,7 @@ from .sites import Site, called_module, frame_site, is_internal
 from .statements import (
     InplaceForm,
     Statement,
+    Variables,
     evaluated_forms,
     function_at,
     inplace_forms,
@@ -164,7 +165,9 @@ class InplaceRefusalError(RuntimeError):
         related: tuple[Related, ...],
         built: Related | None,
         stack: tuple[Site, ...],
+        local: Variables | None = None,
     ) -> None:
+        """`local`: the writing frame's variables, which tell a list element from a tensor slice."""
         self.autograd_message = autograd_message
         self.refusal = refusal
         self.write = write
@@ -182,7 +185,7 @@ class InplaceRefusalError(RuntimeError):
         }
         self.why = refusal.why.format(**words)
         self.fix = refusal.fix.format(**words)
-        self.rule = _rule(op, name, write, function if refusal.key != "backward-hook-view" else None)
+        self.rule = _rule(op, name, write, function if refusal.key != "backward-hook-view" else None, local)
         super().__init__(self.render())
 
     def to_dict(self) -> dict[str, object]:
@@ -219,12 +222,12 @@ class InplaceRefusalError(RuntimeError):
         return "\n".join(lines)
 
 
-def _rule(op: str | None, name: str | None, write: Site, function: str | None) -> str:
+def _rule(op: str | None, name: str | None, write: Site, function: str | None, local: Variables | None) -> str:
     """The form's rule (as at backward), TIP005 for a custom Function's fault, and TIP007 for a
     write into an argument of the writing function (a helper's `x[0] = 1.0` on its input)."""
     if function:
         return "TIP005"
-    code = diagnose(op or "", write, None).code
+    code = diagnose(op or "", write, None, local).code
     root = (name or "").split(".", 1)[0].split("[", 1)[0]
     if code in ("TIP001", "TIP002", "TIP003") and root in write.parameters and root not in ("self", "cls"):
         return "TIP007"
@@ -279,6 +282,7 @@ def explain(error: RuntimeError, views_made_at: Callable[[torch.Tensor], Site | 
         tuple(related),
         built,
         stack,
+        user.frame.f_locals,
     )
 
 

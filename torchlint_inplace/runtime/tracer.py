@@ -44,6 +44,15 @@ _DETACH = torch.ops.aten.detach.default
 _MULTI_VIEW_OPS = frozenset(
     getattr(torch.ops.aten, name) for name in ("split", "split_with_sizes", "unbind", "chunk", "tensor_split")
 )
+# Ops that read only their tensor arguments' metadata (shape, dtype, device): `torch.zeros_like(x)`,
+# `x.new_empty(...)` see no values a write changed, as the static analysis holds too.
+_METADATA_READERS = frozenset(
+    getattr(torch.ops.aten, name)
+    for name in (
+        "empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like", "randint_like",
+        "new_empty", "new_zeros", "new_ones", "new_full", "new_empty_strided",
+    )
+)  # fmt: skip
 
 # Dropping index entries whose records all died costs a pass over the index; do it this often.
 _SWEEP_EVERY = 4096
@@ -207,7 +216,9 @@ class Tracer(contextlib.ContextDecorator):
             read = _read_args[func] = tuple(
                 (index, argument.name)
                 for index, argument in enumerate(func._schema.arguments)
-                if index not in written and "Tensor" in str(argument.type)
+                if index not in written
+                and "Tensor" in str(argument.type)
+                and func.overloadpacket not in _METADATA_READERS
             )
         return read
 
