@@ -115,21 +115,13 @@ def operand_exprs(node: cst.CSTNode) -> dict[str, cst.BaseExpression]:
 def switched_on_by(func: cst.FunctionDef, node: cst.CSTNode, flags: AbstractSet[str]) -> bool:
     """Whether `node` lies in a branch of an `if` in `func` whose test reads one of `flags`:
     parameters a call sets with a `True`/`False` literal (`functional=False`, `inplace=True`),
-    choosing the path that holds the node."""
-    stack: list[cst.CSTNode] = [func.body]
+    choosing the path that holds the node. One walk, each node knowing whether such an `if`
+    encloses it."""
+    stack: list[tuple[cst.CSTNode, bool]] = [(func.body, False)]
     while stack:
-        current = stack.pop()
-        if isinstance(current, cst.If) and names_read(current.test) & flags and _holds(current, node):
-            return True
-        stack.extend(current.children)
-    return False
-
-
-def _holds(tree: cst.CSTNode, node: cst.CSTNode) -> bool:
-    stack = [tree]
-    while stack:
-        current = stack.pop()
+        current, switched = stack.pop()
         if current is node:
-            return True
-        stack.extend(current.children)
+            return switched
+        switched = switched or (isinstance(current, cst.If) and bool(names_read(current.test) & flags))
+        stack.extend((child, switched) for child in current.children)
     return False
