@@ -67,3 +67,28 @@ def test_one_level_of_recursion_is_still_followed() -> None:
     module = cst.parse_module(ONE_LEVEL)
     found = analysis.analyze(module, "/tmp/one_level.py", analysis.Project()).mutations
     assert [module.code_for_node(mutation.node) for mutation in found] == ["x.relu_()"]
+
+
+KEYWORD_ORDERS = """\
+import torch
+
+
+def scaled(x: torch.Tensor, factor: float = 1.0, inplace: bool = False) -> torch.Tensor:
+    return x.mul_(factor) if inplace else x * factor
+
+
+def loss(w: torch.Tensor) -> torch.Tensor:
+    y = w.sigmoid()
+    a = scaled(y, factor=2.0, inplace=False)
+    b = scaled(y, inplace=False, factor=2.0)
+    return (a + b).sum()
+"""
+
+
+def test_keyword_order_does_not_make_a_new_context() -> None:
+    """Model zoos build one layer from many sites, each naming its keywords in its own order:
+    a run is remembered by what the arguments are, not by the order the call gave them in."""
+    project = analysis.Project()
+    module = cst.parse_module(KEYWORD_ORDERS)
+    analysis.analyze(module, "/tmp/keyword_orders.py", project)
+    assert _runs_of(project, "scaled", module) == 2  # the two calls (one context), and the entry run of its own

@@ -117,6 +117,28 @@ class Binding:
     exprs: dict[str, cst.BaseExpression | None]
     missing: list[cst.Param]  # parameters no argument reached: their defaults apply
 
+    def in_declared_order(self, func: cst.FunctionDef) -> None:
+        """Puts the parameters in the order the callee declares them, whatever order the call
+        gave them in: a run is remembered by its arguments (`Engine.run`) and its summary names
+        them by position, so `Norm(c, act_layer=a, inplace=True)` and `Norm(c, inplace=True,
+        act_layer=a)` are one context, not two."""
+        params = func.params
+        declared = [
+            param.name.value
+            for param in (
+                *params.posonly_params,
+                *params.params,
+                params.star_arg,
+                *params.kwonly_params,
+                params.star_kwarg,
+            )
+            if isinstance(param, cst.Param)
+        ]
+        rank = {name: index for index, name in enumerate(declared)}
+        order = sorted(self.values, key=lambda name: rank.get(name, len(rank)))
+        self.values = {name: self.values[name] for name in order}
+        self.exprs = {name: self.exprs.get(name) for name in order}
+
 
 def bind(func: cst.FunctionDef, args: Args, skip: int) -> Binding:
     params = func.params

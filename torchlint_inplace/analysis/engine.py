@@ -292,6 +292,7 @@ class Engine:
                 binding.values = {first[0].name.value: bound if bound is not None else NOT_TENSOR, **binding.values}
                 binding.exprs = {first[0].name.value: None, **binding.exprs}
         self.complete(ctx, binding, call_site)
+        binding.in_declared_order(ref.node)
         constructing = interp.constructing and bound is not None and bound is state.env.get("self")
         instance = bound.instance if isinstance(bound, Module) else None
         key = None
@@ -429,6 +430,7 @@ class Engine:
             init_ctx = self.project.file(Path(init.path)) if key_of(init.path) != key_of(ctx.path) else ctx
             binding = bind(init.node, args, 1)
             self.complete(init_ctx or ctx, binding, call_site=call is not None)
+            binding.in_declared_order(init.node)
             key = ("instance", id(info), key_of(info.path), _abstract_all(binding.values))
         coarse = _abstract_all(binding.values, coarse=True)
         instance = self.project.memo.get(key) or self.similar(info, coarse)

@@ -45,7 +45,14 @@ def annotation_text(annotation: cst.Annotation | None) -> str:
         return ""
     expr = annotation.annotation
     # Most annotations are a name (`int`, `torch.Tensor`): read it without generating code.
-    return dotted(expr) or cst.Module([]).code_for_node(expr).replace(" ", "")
+    return dotted(expr) or _generated_annotation(expr)
+
+
+@lru_cache(maxsize=4096)
+def _generated_annotation(expr: cst.BaseExpression) -> str:
+    """Every call binds its parameters and reads their annotations: each generated once (nodes
+    hash by identity), not once per call."""
+    return cst.Module([]).code_for_node(expr).replace(" ", "")
 
 
 def is_integer_annotation(annotation: cst.Annotation | None) -> bool:
