@@ -24,7 +24,7 @@ from .model import Form
 from .modules import ModuleFactory
 from .state import SaveRecord, State, merge_states
 from .summaries import ParamWrite, Slot, Summary
-from .syntax import literal, names_read, switched_on_by
+from .syntax import if_tests_around, literal, names_read
 from .training import TrainingLoop, looks_like_optimizer
 from .values import (
     NOT_TENSOR,
@@ -842,16 +842,19 @@ class CallEvaluator:
         )
         return Val(items=items)
 
-    @staticmethod
-    def asked_for(summary: Summary, write: ParamWrite, binding: Binding) -> bool:
+    def asked_for(self, summary: Summary, write: ParamWrite, binding: Binding) -> bool:
         """Whether the callee's write sits on a path the call chose with a `True`/`False` literal."""
         flags = {name for name, expr in binding.exprs.items() if expr is not None and literal(expr) is not None}
-        return (
-            bool(flags)
-            and summary.node is not None
-            and write.site.path == summary.path
-            and switched_on_by(summary.node, write.site.node, flags)
-        )
+        if not flags or summary.node is None or write.site.path != summary.path:
+            return False
+        # Walked once per function, not per call: torchvision's box conversions, called with
+        # `inplace=True`, asked 1,014 times for one file.
+        key = ("if-tests", summary.path, id(summary.node))
+        around = cast("dict[int, frozenset[str]] | None", self.i.project.memo.get(key))
+        if around is None:
+            around = if_tests_around(summary.node)
+            self.i.project.remember(key, around, frozenset({summary.path}))
+        return not around.get(id(write.site.node), frozenset()).isdisjoint(flags)
 
     def inplace_flag(self, short: str, args: Args) -> Condition | None:
         """The condition under which a functional's `inplace=` makes it write (None: never)."""

@@ -119,16 +119,17 @@ def operand_exprs(node: cst.CSTNode) -> dict[str, cst.BaseExpression]:
     return {}
 
 
-def switched_on_by(func: cst.FunctionDef, node: cst.CSTNode, flags: AbstractSet[str]) -> bool:
-    """Whether `node` lies in a branch of an `if` in `func` whose test reads one of `flags`:
-    parameters a call sets with a `True`/`False` literal (`functional=False`, `inplace=True`),
-    choosing the path that holds the node. One walk, each node knowing whether such an `if`
-    encloses it."""
-    stack: list[tuple[cst.CSTNode, bool]] = [(func.body, False)]
+def if_tests_around(func: cst.FunctionDef) -> dict[int, frozenset[str]]:
+    """Each node of `func` under an `if` (by id), with the names the tests of the `if`s around
+    it read: whether a call's `True`/`False` literal (`functional=False`, `inplace=True`) chose
+    the path that holds a node is whether it names one of those."""
+    around: dict[int, frozenset[str]] = {}
+    stack: list[tuple[cst.CSTNode, frozenset[str]]] = [(func.body, frozenset())]
     while stack:
-        current, switched = stack.pop()
-        if current is node:
-            return switched
-        switched = switched or (isinstance(current, cst.If) and bool(names_read(current.test) & flags))
-        stack.extend((child, switched) for child in current.children)
-    return False
+        current, tests = stack.pop()
+        if tests:
+            around[id(current)] = tests
+        if isinstance(current, cst.If):
+            tests = tests | names_read(current.test)
+        stack.extend((child, tests) for child in current.children)
+    return around
