@@ -653,6 +653,12 @@ def _mentioning(ctx: FileContext, names: frozenset[str]) -> Callable[[cst.CSTNod
 def _called_by_siblings(ctx: FileContext) -> set[int]:
     """The methods (ids of their nodes) that another method of their class names in its code,
     not in a string (`state['step']` in `__setstate__` does not call `step`)."""
+    if ctx.called_by_siblings is None:
+        ctx.called_by_siblings = _sibling_calls(ctx)
+    return ctx.called_by_siblings
+
+
+def _sibling_calls(ctx: FileContext) -> set[int]:
     methods: dict[int, list[cst.FunctionDef]] = {}
     for node, cls in ctx.bodies:
         if cls is not None:

@@ -71,6 +71,9 @@ class FileContext:
     # Where each imported name resolves on disk: every call of a function asks again, and each
     # answer is a few `stat`s (the files do not move during a run; an edited file gets a new context).
     imported_files: dict[str, tuple[Path, str] | None] = field(default_factory=dict)
+    # The methods another method of their class names (`engine._called_by_siblings`): the file
+    # is analysed again as a caller of each file it imports, and each time read whole.
+    called_by_siblings: set[int] | None = None
 
     def span_of(self, node: cst.CSTNode) -> Span:
         """Positions are computed for the whole module, once, when a finding first needs one."""

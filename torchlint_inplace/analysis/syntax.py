@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
+from dataclasses import fields
 from functools import lru_cache
 
 import libcst as cst
@@ -79,7 +80,26 @@ def names_read(expr: cst.CSTNode) -> set[str]:
         name = dotted(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
         if name is not None:
             found.add(name)
-        stack.extend(node.children)
+        stack.extend(child_nodes(node))
+    return found
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """`node.children`, read off the node's fields: LibCST computes `children` by visiting the
+    node with a collecting visitor, 2.5x slower, and the analysis walks whole function bodies."""
+    names = _FIELDS.get(type(node))
+    if names is None:
+        names = _FIELDS[type(node)] = tuple(field.name for field in fields(node))
+    found: list[cst.CSTNode] = []
+    for name in names:
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            found.append(value)
+        elif isinstance(value, (list, tuple)):
+            found.extend(item for item in value if isinstance(item, cst.CSTNode))
     return found
 
 
@@ -131,5 +151,5 @@ def if_tests_around(func: cst.FunctionDef) -> dict[int, frozenset[str]]:
             around[id(current)] = tests
         if isinstance(current, cst.If):
             tests = tests | names_read(current.test)
-        stack.extend((child, tests) for child in current.children)
+        stack.extend((child, tests) for child in child_nodes(current))
     return around
