@@ -21,10 +21,12 @@ _CANONICAL_PREFIXES = (
 def dotted(expr: cst.BaseExpression) -> str | None:
     """`a.b.c` as a string, or None for anything that is not a plain attribute chain."""
     parts = []
-    while isinstance(expr, cst.Attribute):  # a loop, not recursion: chains can be thousands long
+    # `type(...) is`: LibCST's node classes are ABCs, whose isinstance is a Python-level call,
+    # and this runs for every name and attribute evaluated.
+    while type(expr) is cst.Attribute:  # a loop, not recursion: chains can be thousands long
         parts.append(expr.attr.value)
         expr = expr.value
-    if not isinstance(expr, cst.Name):
+    if type(expr) is not cst.Name:
         return None
     parts.append(expr.value)
     return ".".join(reversed(parts))
