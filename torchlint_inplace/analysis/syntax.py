@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable
-from collections.abc import Set as AbstractSet
 from dataclasses import fields
 from functools import lru_cache
 
