@@ -61,3 +61,55 @@ def test_a_project_that_keeps_one_tree_at_a_time_changes_nothing(corpus: Path, m
     monkeypatch.setattr(project, "MAX_WORKING_SOURCE", 1)  # forgotten even while the analysis reads them
     forgetful = lint_paths(paths, settings).files
     assert [(r.path, r.findings) for r in forgetful] == [(r.path, r.findings) for r in shared]
+
+
+CALLEE = """\
+def scale_(t):
+    t.mul_(2)
+    return t
+"""
+
+CALLER = """\
+import torch
+from torch import nn
+
+from .base import scale_
+
+
+class Embedding(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(2, 2)
+
+    def forward(self, coords, shape=None):
+        coords = coords.clone()
+        if shape is not None:
+            coords[:, 0] = coords[:, 0] / shape[1]
+        return self.proj(coords)
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = Embedding()
+        self.size = 4
+
+    def forward(self, x):
+        return scale_(self.embed(x, (self.size, self.size)).sum(-1))
+"""
+
+
+def test_a_file_read_as_a_caller_first_gets_the_findings_it_gets_alone(tmp_path: Path) -> None:
+    """Checking `base.py` (files are checked in sorted order) reads `model.py` as its caller and remembers `Model` built; checking
+    `model.py` next takes that construction from the memo, and must still know it built
+    `Embedding` (only ever called with a tuple of ints), not run `Embedding.forward` on its
+    defaults as if nobody built it (transformers' sam then sam2: a wrong TIP002)."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "base.py").write_text(CALLEE)
+    (package / "model.py").write_text(CALLER)
+    settings = config.resolve(config.Overrides(isolated=True), cwd=tmp_path)
+    alone = lint_paths([package / "model.py"], settings, jobs=1, cache=False).findings
+    after_its_callee = lint_paths([package / "base.py", package / "model.py"], settings, jobs=1, cache=False)
+    assert [f for f in after_its_callee.findings if f.path.endswith("model.py")] == alone

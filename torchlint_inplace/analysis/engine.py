@@ -83,7 +83,9 @@ _Abstracted = tuple[tuple[str, object], ...]
 class Engine:
     def __init__(self, project: Project) -> None:
         self.project = project
-        self.built: set[int] = set()  # ids of the classes instantiated during this analysis
+        self.built: set[ClassInfo] = set()  # the classes instantiated during this analysis
+        # One set per run or construction under way, collecting the classes instantiated below it.
+        self._building: list[set[ClassInfo]] = []
         self.reached: list[Summary] = []  # the runs the entry points reached
         self.picked: list[tuple[Condition, Summary]] = []  # runs of a forward picked in `__init__`, under the pick
         self._evaluating: set[tuple[str, str]] = set()
@@ -308,14 +310,16 @@ class Engine:
                 call_site,
             )
             known = self.project.memo.get(key)
-            if known is not None:
-                return known, binding  # type: ignore[return-value]
+            if isinstance(known, Summary):
+                self.note_built(known.classes)  # they are built, whether this run built them or an earlier one
+                return known, binding
         if self._active.get(id(ref.node), 0) > MAX_RECURSION:
             return None  # `unwrap(model.module)` recursing on unknown attributes: each level is a new context
         self_env = (
             {name: value for name, value in state.env.items() if name.startswith("self.")} if constructing else {}
         )
         self._active[id(ref.node)] = self._active.get(id(ref.node), 0) + 1
+        self._building.append(set())
         try:
             summary = self.execute(
                 ctx,
@@ -331,9 +335,20 @@ class Engine:
             )
         finally:
             self._active[id(ref.node)] -= 1
+            summary_classes = frozenset(self._building.pop())
+        summary.classes = summary_classes
         if key is not None:
             self.project.remember(key, summary, summary.files)
         return summary, binding
+
+    def note_built(self, classes: frozenset[ClassInfo]) -> None:
+        """Classes instantiated here, directly or by a run or construction taken from the memo:
+        their `forward` is not an entry (it runs with what builds them). A memo hit that did not
+        say so made a file's findings depend on what the process had analysed before (a
+        `forward` run on its defaults because the construction that builds it was a hit)."""
+        self.built |= classes
+        for building in self._building:
+            building |= classes
 
     def complete(self, ctx: FileContext, binding: Binding, call_site: bool = True) -> None:
         """Parameters a call site leaves out take their defaults, which is what that call runs
@@ -418,7 +433,7 @@ class Engine:
     def instantiate(
         self, interp: Interpreter, info: ClassInfo, call: cst.Call | None, args: Args, state: State
     ) -> Value:
-        self.built.add(id(info))
+        self.note_built(frozenset({info}))
         init = self.method_of(info, "__init__")
         ctx = self.project.class_file(info)
         if ctx is None:
@@ -437,11 +452,17 @@ class Engine:
         if instance is None:
             if interp.depth >= MAX_CALL_DEPTH:
                 return Module(None, info.name, origin=call)
-            instance = self.build(interp, info, init, binding, call, args, state)
+            self._building.append(set())
+            try:
+                instance = self.build(interp, info, init, binding, call, args, state)
+            finally:
+                instance_classes = self._building.pop()
+            instance.classes = frozenset(instance_classes | {info})
             files = instance.built.files if instance.built is not None else frozenset({key_of(info.path)})
             self.project.remember(key, instance, files)
             self.count_similar(info, coarse, instance, files)
         assert isinstance(instance, Instance)
+        self.note_built(instance.classes)
         if instance.built is not None:
             interp.children.append(instance.built)
         kind = None
@@ -517,7 +538,7 @@ class Engine:
                 ),
                 None,
             )
-            if forward is not None and id(info) not in self.built:
+            if forward is not None and info not in self.built:
                 self.reached.extend(_guarded(self.forward_entry, ctx, forward, info) or [])
             elif forward is None and self.is_module(info):
                 _guarded(self.run_picked_forward, ctx, info)

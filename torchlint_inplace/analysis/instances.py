@@ -28,6 +28,7 @@ class Instance:
     container: Module | None = None
     built: Summary | None = None  # the run of `__init__`: its findings and the runs it reached
     label: str = ""
+    classes: frozenset[ClassInfo] = frozenset()  # its own class and every one built to build it
 
     def attr(self, name: str) -> Value | None:
         return self.attrs.get(name)
@@ -98,7 +99,12 @@ def patched(value: Value, patches: dict[int, Module]) -> Value:
             attrs = {name: patched(attr, patches) for name, attr in value.instance.attrs.items()}
             if any(attrs[name] is not attr for name, attr in value.instance.attrs.items()):
                 instance = Instance(
-                    value.instance.cls, attrs, value.instance.container, value.instance.built, value.instance.label
+                    value.instance.cls,
+                    attrs,
+                    value.instance.container,
+                    value.instance.built,
+                    value.instance.label,
+                    value.instance.classes,
                 )
                 value = replace(value, instance=instance, ident=fresh_id())
         return value

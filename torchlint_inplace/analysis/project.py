@@ -41,17 +41,15 @@ _IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[^\n#]*|import
 # instances learnt from it (`Project._forget`), which the next file that reaches it redoes in
 # every context: that, not the parse, is what this bound costs. On timm, cold in one process:
 # 1 M characters, 104 CPU s; 2 M, 85 s; 3 M, 75 s; unbounded, 69 s, the peak ~750 MB throughout
-# (the memo, not the trees); transformers' `models/l*` 84 -> 35 s at 3 M / 6 M. Not raised yet:
-# what a file learns while read as a caller of another changes its own findings when it is
-# checked next (`sam/modeling_sam.py` then `sam2/modular_sam2.py` gives two wrong TIP002 at
-# modular_sam2.py:795-796 that neither file gives alone), and keeping more makes that happen
-# on transformers' whole `models/` run. It must be fixed before the bound can grow.
-MAX_CACHED_SOURCE = 1_000_000
+# (the memo, not the trees); transformers' whole `models/`, `-j 2`: 21:49 -> ~5:30 wall at
+# 3 M / 6 M. (Keeping more first exposed a memo hit that did not say what it built:
+# `Engine.note_built`.)
+MAX_CACHED_SOURCE = 3_000_000
 # While one file is analysed, the files it reaches are its working set: evicting one that the
 # analysis comes back to re-parses it, again and again (a transformers model reaches 38 files,
 # 1.5 M characters, and parsed 345 times under a 1 M bound). The bound is applied between
 # files; within one, only this larger one, so that a pathological reach cannot exhaust memory.
-MAX_WORKING_SOURCE = 4_000_000
+MAX_WORKING_SOURCE = 6_000_000
 
 
 @dataclass

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from ..diagnostics import Related
+    from .classes import ClassInfo
     from .model import Form, Mutation
 
 Slot = tuple[object, ...]  # (argument index, item index or dict key, ...): a tensor reached through an argument
@@ -61,6 +62,9 @@ class Summary:
     node: cst.FunctionDef | None = None  # the function this is a run of
     path: str = ""  # the file it lives in
     patches: dict[int, Module] = field(default_factory=dict)  # modules rewritten through an alias (construction)
+    # The project classes the run instantiated, nested constructions included: a later run that
+    # takes this one from the memo has built them too (`Engine.built`).
+    classes: frozenset[ClassInfo] = frozenset()
 
 
 EMPTY = Summary(params=())
