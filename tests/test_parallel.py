@@ -100,16 +100,21 @@ class Model(nn.Module):
 
 
 def test_a_file_read_as_a_caller_first_gets_the_findings_it_gets_alone(tmp_path: Path) -> None:
-    """Checking `base.py` (files are checked in sorted order) reads `model.py` as its caller and remembers `Model` built; checking
-    `model.py` next takes that construction from the memo, and must still know it built
-    `Embedding` (only ever called with a tuple of ints), not run `Embedding.forward` on its
-    defaults as if nobody built it (transformers' sam then sam2: a wrong TIP002)."""
+    """Checking `base.py` (files are checked in sorted order) reads `model.py` as its caller and
+    remembers `Model` built; checking `model.py` next takes that construction from the memo, and
+    must still know it built `Embedding` (only ever called with a tuple of ints), not run
+    `Embedding.forward` on its defaults as if nobody built it (transformers' sam then sam2: a
+    wrong TIP002). Nobody building it, that run is right to report the write."""
     package = tmp_path / "pkg"
     package.mkdir()
     (package / "__init__.py").write_text("")
     (package / "base.py").write_text(CALLEE)
     (package / "model.py").write_text(CALLER)
+    (package / "unbuilt.py").write_text(CALLER.split("class Model")[0])
     settings = config.resolve(config.Overrides(isolated=True), cwd=tmp_path)
+    unbuilt = lint_paths([package / "unbuilt.py"], settings, jobs=1, cache=False).findings
+    assert [(f.code, f.line) for f in unbuilt] == [("TIP002", 15)]
     alone = lint_paths([package / "model.py"], settings, jobs=1, cache=False).findings
+    assert alone == []
     after_its_callee = lint_paths([package / "base.py", package / "model.py"], settings, jobs=1, cache=False)
     assert [f for f in after_its_callee.findings if f.path.endswith("model.py")] == alone

@@ -14,7 +14,8 @@ from __future__ import annotations
 import builtins
 import re
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar, cast
@@ -319,24 +320,23 @@ class Engine:
             {name: value for name, value in state.env.items() if name.startswith("self.")} if constructing else {}
         )
         self._active[id(ref.node)] = self._active.get(id(ref.node), 0) + 1
-        self._building.append(set())
         try:
-            summary = self.execute(
-                ctx,
-                ref,
-                binding,
-                instance,
-                constructing,
-                interp.depth + 1,
-                interp.grad_enabled,
-                self_env,
-                state.hooked,
-                call_site,
-            )
+            with self.collecting_built() as built_below:
+                summary = self.execute(
+                    ctx,
+                    ref,
+                    binding,
+                    instance,
+                    constructing,
+                    interp.depth + 1,
+                    interp.grad_enabled,
+                    self_env,
+                    state.hooked,
+                    call_site,
+                )
         finally:
             self._active[id(ref.node)] -= 1
-            summary_classes = frozenset(self._building.pop())
-        summary.classes = summary_classes
+        summary.classes = frozenset(built_below)
         if key is not None:
             self.project.remember(key, summary, summary.files)
         return summary, binding
@@ -349,6 +349,15 @@ class Engine:
         self.built |= classes
         for building in self._building:
             building |= classes
+
+    @contextmanager
+    def collecting_built(self) -> Iterator[set[ClassInfo]]:
+        """The classes instantiated while the block runs, nested ones included."""
+        self._building.append(set())
+        try:
+            yield self._building[-1]
+        finally:
+            self._building.pop()
 
     def complete(self, ctx: FileContext, binding: Binding, call_site: bool = True) -> None:
         """Parameters a call site leaves out take their defaults, which is what that call runs
@@ -452,12 +461,9 @@ class Engine:
         if instance is None:
             if interp.depth >= MAX_CALL_DEPTH:
                 return Module(None, info.name, origin=call)
-            self._building.append(set())
-            try:
+            with self.collecting_built() as built_below:
                 instance = self.build(interp, info, init, binding, call, args, state)
-            finally:
-                instance_classes = self._building.pop()
-            instance.classes = frozenset(instance_classes | {info})
+            instance.classes = frozenset(built_below | {info})
             files = instance.built.files if instance.built is not None else frozenset({key_of(info.path)})
             self.project.remember(key, instance, files)
             self.count_similar(info, coarse, instance, files)
