@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from .state import State
 
 
-@dataclass
+@dataclass(slots=True)
 class Args:
     positional: list[Value] = field(default_factory=list)
     positional_exprs: list[cst.BaseExpression | None] = field(default_factory=list)
@@ -109,7 +109,7 @@ def evaluate(call: cst.Call, evaluate_expr: Callable[[cst.BaseExpression, State]
     return args
 
 
-@dataclass
+@dataclass(slots=True)
 class Binding:
     """Each parameter of the callee and the value (and call-site expression) bound to it."""
 

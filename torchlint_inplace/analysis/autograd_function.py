@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .project import FileContext
 
 
-@dataclass
+@dataclass(slots=True)
 class _Write:
     site: Site
     storages: frozenset[int]
@@ -32,7 +32,7 @@ class _Write:
     saved_before: cst.CSTNode | None  # the save_for_backward call that saved it earlier
 
 
-@dataclass
+@dataclass(slots=True)
 class FunctionContract:
     ctx: FileContext
     inputs: dict[str, frozenset[int]]

@@ -15,7 +15,7 @@ import libcst as cst
 AUTOGRAD_FUNCTION_BASES = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class ClassInfo:
     """A class defined in a project file. Compared by identity: it is its own reference."""
 
@@ -33,7 +33,7 @@ class ClassInfo:
         return [base for base in self.bases if base.startswith("torch.nn.")]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FunctionRef:
     """A function defined in a project file (a method: with the class that defines it)."""
 

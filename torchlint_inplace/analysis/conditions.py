@@ -18,7 +18,7 @@ TRAINING = "self.training"
 REACHED = "reached"
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, slots=True)
 class Assumption:
     """`subject test` assumed to hold (or not): `attn_drop > 0`, `self.training`, `act == 'relu'`."""
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, TypeVar, cast
 import libcst as cst
 
 from .arguments import Args, Binding, bind
+from .builders import builds_only
 from .classes import ClassInfo, FunctionRef
 from .conditions import REACHED, Assumption, Condition
 from .imports import dotted
@@ -31,6 +32,7 @@ from .interpreter import MAX_CALL_DEPTH, FunctionInterpreter
 from .model import Mutation
 from .params import function_grad_enabled, is_entry, tensor_list_parameters, tensor_parameters
 from .project import FileContext, Project, key_of
+from .shared import shared
 from .state import State
 from .summaries import Summary, SummaryRecorder
 from .syntax import annotation_text, names_read
@@ -307,7 +309,7 @@ class Engine:
                 id(instance) if instance is not None else None,
                 _abstract_all(binding.values),
                 interp.grad_enabled,
-                frozenset(state.hooked),
+                shared(state.hooked),
                 call_site,
             )
             known = self.project.memo.get(key)
@@ -336,7 +338,7 @@ class Engine:
                 )
         finally:
             self._active[id(ref.node)] -= 1
-        summary.classes = frozenset(built_below)
+        summary.classes = shared(frozenset(built_below))
         if key is not None:
             self.project.remember(key, summary, summary.files)
         return summary, binding
@@ -414,7 +416,7 @@ class Engine:
         summary.mutations = child.mutations(returned_escapes=not call_site)
         summary.deferred = child.deferred() if call_site else []
         summary.children = child.children
-        summary.files = frozenset({key_of(ref.path)}).union(*(c.files for c in child.children))
+        summary.files = shared(frozenset({key_of(ref.path)}).union(*(c.files for c in child.children)))
         summary.builds_inplace = _builds_inplace(child.returned) or any(
             _builds_inplace(v) for v in summary.self_updates.values()
         )
@@ -463,7 +465,7 @@ class Engine:
                 return Module(None, info.name, origin=call)
             with self.collecting_built() as built_below:
                 instance = self.build(interp, info, init, binding, call, args, state)
-            instance.classes = frozenset(built_below | {info})
+            instance.classes = shared(frozenset(built_below | {info}))
             files = instance.built.files if instance.built is not None else frozenset({key_of(info.path)})
             self.project.remember(key, instance, files)
             self.count_similar(info, coarse, instance, files)
@@ -560,6 +562,8 @@ class Engine:
             # otherwise, and says so.
             if id(node) in ran or (wanted is not None and not wanted(node)):
                 continue
+            if cls is None and reaching is None and builds_only(ctx, node):
+                continue  # a model zoo's factory: what it builds is analysed on its own
             ref = FunctionRef(ctx.path, node, cls)
             runs = _guarded(self.entry_run, ctx, ref, self.method_receiver(ctx, cls, node)) or []
             if id(node) in called:

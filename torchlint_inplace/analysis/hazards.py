@@ -28,7 +28,7 @@ RAISES_NOW_LEAF = "raises now (leaf)"
 SpanOf = Callable[[cst.CSTNode], Span]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Hazard:
     """Why a write breaks, proven (`certain`) or only suspected (reported with --preview).
 

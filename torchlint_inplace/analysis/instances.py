@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from .summaries import Summary
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Instance:
     """Compared by identity: two sites with the same arguments share one (it is memoised)."""
 

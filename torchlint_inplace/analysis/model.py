@@ -27,7 +27,7 @@ class Form(str, Enum):
     OPTIMIZER_STEP = "optimizer-step"  # TIP009
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Reason:
     """Why a write breaks, in words: the clause after "but" (naming the op that saved the tensor
     and its line, or the other reader), the short outcome ("raises at backward", ...), notes
@@ -111,7 +111,7 @@ class Mutation:
         return self.reason.help
 
 
-@dataclass
+@dataclass(slots=True)
 class FileAnalysis:
     path: str
     module: cst.Module

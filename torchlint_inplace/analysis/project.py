@@ -79,6 +79,8 @@ class FileContext:
     # The methods another method of their class names (`engine._called_by_siblings`): the file
     # is analysed again as a caller of each file it imports, and each time read whole.
     called_by_siblings: set[int] | None = None
+    # Whether each module-level function (by id) only builds, as an entry point (`builders`).
+    builders: dict[int, bool] = field(default_factory=dict)
 
     def span_of(self, node: cst.CSTNode) -> Span:
         """Positions are computed for the whole module, once, when a finding first needs one."""

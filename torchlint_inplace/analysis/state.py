@@ -14,6 +14,7 @@ from itertools import count
 from typing import TYPE_CHECKING
 
 from .conditions import Assumption, Condition, consistent
+from .shared import shared
 from .values import NOT_TENSOR, Choice, Val, Value, is_tensor, merge_values, reachable
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ def next_order() -> int:
     return next(_record_order)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SaveRecord:
     """An op that saved a tensor for backward: the version autograd will check.
 
@@ -48,8 +49,11 @@ class SaveRecord:
     # configuration makes breaks a later write only under that configuration.
     condition: Condition = field(default=frozenset(), compare=False, hash=False)
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "condition", shared(self.condition))  # kept by the memo: one object per condition
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, slots=True)
 class Site:
     """Where a finding is reported: the node, and the file it lives in (a callee's may differ)."""
 
@@ -57,7 +61,7 @@ class Site:
     node: cst.CSTNode
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PendingWrite:
     """A hidden in-place write (an inplace activation, a callee writing its argument) whose
     damage shows only if an alias bound before it is read afterwards."""
@@ -71,8 +75,11 @@ class PendingWrite:
     related: tuple[Callable[[], Related], ...] = ()
     flag: cst.CSTNode | None = None  # the literal `inplace=True` a fix switches off
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "condition", shared(self.condition))  # kept by the memo: one object per condition
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, slots=True)
 class Step:
     """An optimizer step: the storages it rewrote (None: not known) after the saves made before it."""
 
@@ -80,6 +87,9 @@ class Step:
     order: int
     storages: frozenset[int] | None
     condition: Condition = frozenset()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "condition", shared(self.condition))  # kept by the memo: one object per condition
 
 
 @dataclass
@@ -103,7 +113,7 @@ class State:
 
     @property
     def condition(self) -> Condition:
-        return frozenset(self.assumed.values())
+        return shared(frozenset(self.assumed.values()))
 
     def saves_of(self, val: Val) -> list[SaveRecord]:
         """The live saves of the tensors `val` may be, less those made only on paths where it

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .conditions import Condition
+from .shared import shared
 from .state import SaveRecord, Site, State
 from .values import DictVal, Module, Val, Value
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 Slot = tuple[object, ...]  # (argument index, item index or dict key, ...): a tensor reached through an argument
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ParamWrite:
     slot: Slot
     site: Site
@@ -40,8 +41,11 @@ class ParamWrite:
     condition: Condition = frozenset()
     related: tuple[Callable[[], Related], ...] = ()
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "condition", shared(self.condition))  # kept by the memo: one object per condition
 
-@dataclass(eq=False)
+
+@dataclass(eq=False, slots=True)
 class Summary:
     params: tuple[str, ...]
     writes: list[ParamWrite] = field(default_factory=list)

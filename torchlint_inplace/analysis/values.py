@@ -18,6 +18,7 @@ from itertools import count
 from typing import TYPE_CHECKING, TypeGuard, cast
 
 from .conditions import Condition, consistent
+from .shared import shared
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -45,7 +46,7 @@ def fresh_storage() -> frozenset[int]:
     return frozenset((fresh_id(),))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Val:
     """A tensor, or a tuple or list of values (`items`). Not a tensor when `storages` is empty;
     `Val()` is the value nothing is known about."""
@@ -94,7 +95,7 @@ class Val:
 NOT_TENSOR = Val()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Const:
     """A Python constant. `origin` is the literal it was written as (where a user would edit it),
     None when it came from a default or was computed."""
@@ -104,7 +105,7 @@ class Const:
     origin_path: str | None = field(default=None, compare=False, hash=False)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Sym:
     """A configuration value the analysis does not know: a parameter no known caller passed, an
     attribute of a config object. `text` is how it reads in a condition; `default` is what it is
@@ -114,7 +115,7 @@ class Sym:
     default: Const | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Klass:
     """A class as a value: a torch class (`qualname`) or a project class (`ref`)."""
 
@@ -123,7 +124,7 @@ class Klass:
     ref: ClassInfo | None = None  # a project class
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Func:
     """A function as a value: a torch callable (`qualname`), a project function (`ref`), or a
     method bound to its receiver (`bound`)."""
@@ -134,7 +135,7 @@ class Func:
     bound: Value | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Namespace:
     """A module as a value: a torch namespace (`nn`, `F`) or a project file (`import utils.ops as ops`)."""
 
@@ -142,14 +143,14 @@ class Namespace:
     path: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Super:
     """`super()` in a method of `cls`: its bases' methods, bound to the same `self`."""
 
     cls: ClassInfo
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Partial:
     """`functools.partial(target, *args, **kwargs)`."""
 
@@ -158,7 +159,7 @@ class Partial:
     kwargs: tuple[tuple[str, Value], ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Module:
     """An nn.Module value: what calling it does to its input.
 
@@ -191,7 +192,7 @@ class Module:
         return next((value for key, value in self.config if key == name), None)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DictVal:
     """A dict: entries with constant keys, `rest` for what was stored under keys not known."""
 
@@ -212,14 +213,14 @@ class DictVal:
         return [value for _, value in self.entries] + ([self.rest] if self.rest is not None else [])
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Params:
     """What `model.parameters()` returns: the parameter storages (None: not known)."""
 
     storages: frozenset[int] | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Optimizer:
     """An optimizer and the parameter storages it updates (None: not known)."""
 
@@ -227,11 +228,14 @@ class Optimizer:
     origin: cst.CSTNode | None = field(default=None, compare=False, hash=False)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Choice:
     """One of several values, each under the condition that selects it on its path."""
 
     options: tuple[tuple[Condition, Value], ...]
+
+    def __post_init__(self) -> None:  # kept by the memo: one object per condition
+        object.__setattr__(self, "options", tuple((shared(condition), value) for condition, value in self.options))
 
 
 Value = Val | Const | Sym | Klass | Func | Namespace | Super | Partial | Module | DictVal | Params | Optimizer | Choice

@@ -1,0 +1,177 @@
+"""Functions that only build: entry points whose run cannot hold a finding of their own file.
+
+A model zoo defines a function per variant (timm's 1,486 `@register_model` factories), each
+building a full model through the file's classes and the project's builder helpers:
+
+    @register_model
+    def resnet50(pretrained=False, **kwargs):
+        model_args = dict(block=Bottleneck, layers=(3, 4, 6, 3))
+        return _create_resnet('resnet50', pretrained, **dict(model_args, **kwargs))
+
+Run as entry points, they were 47% of a cold run on timm and reported nothing: a finding in a
+file is a write in it, and such a function writes nothing and computes nothing. It calls
+classes, library and project functions with constants and configuration, grows dicts and lists,
+and returns what it built; nothing it builds is called. The classes it builds are analysed
+without it: each one's `forward` runs as an entry on its defaults, its `__init__` with them.
+
+`builds_only` is the syntactic test, over the function and the functions of its file it calls
+by name. A finding in the file needs a write in it that the run reaches (a save alone is no
+finding, and a write in another file is that file's), or an optimizer step or a backward in it.
+So the test fails as soon as the code could write a tensor, run code of the file that might,
+or decide an in-place module:
+
+- it has tensor parameters (`analysis.params.tensor_parameters`), assigns into a subscript of
+  anything but a dict or list it made (`out = {}`, `dict(...)`) or its `**kwargs`, has an
+  augmented assignment or a `del`, or assigns an attribute autograd or a module reads
+  (`.data`, `.grad`, `.requires_grad`, `.inplace`, `.forward`); `model.default_cfg = cfg` binds
+  a Python attribute and writes no tensor;
+- it calls a value it holds (a parameter or a local: `model(x)`, `block_fn(...)`) or what a
+  call or subscript returns (`getattr(nn, name)()`, `blocks[i](x)`): a module may run there;
+- it calls an in-place function or method (a name ending in `_`, an `out=` argument), a
+  `backward` or an optimizer `step`, or a method some class of the file defines
+  (`model.init_weights()` runs the file's code); other calls (`dict(...)`, `x.permute(...)`,
+  `math.ceil(...)`, a project function of another file) and operators compute at most, and
+  what they save no write of this file can break;
+- it says `inplace` (a keyword, a string: `dict(inplace=True)`, `{"inplace": True}`) or passes
+  a positional `True` to anything but a method (`nn.ReLU(True)`, not `kwargs.pop("x", True)`):
+  it may return an in-place module, whose damage its callers in other files decide
+  (`Engine.needs_callers`).
+
+What it misses, knowingly: a project function of another file that it calls with a class or
+a configuration of this file and that calls what it builds (a `train(Model)` helper running a
+`forward` with arguments other than the defaults). Caller files (`Engine.analyze` with
+`reaching`) still run every entry that names the checked file, since their runs can reach it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from .params import tensor_parameters
+from .project import FileContext
+from .syntax import child_nodes
+
+# Methods that run autograd or an optimizer: a TIP009 finding is reported at them.
+_TRAINING_METHODS = frozenset({"backward", "step"})
+# Attributes whose assignment changes what autograd or a module does with a tensor.
+_LIVE_ATTRIBUTES = frozenset({"data", "grad", "requires_grad", "inplace", "forward"})
+_STORES = (cst.AugAssign, cst.Del)
+_SKIPPED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)  # not run by the body that defines them
+_CONTAINER_TYPES = frozenset({"dict", "list", "set", "OrderedDict", "defaultdict"})
+
+
+def builds_only(ctx: FileContext, node: cst.FunctionDef) -> bool:
+    """Whether a module-level function, run as an entry point, can only build (see above)."""
+    known = ctx.builders.get(id(node))
+    if known is None:
+        ctx.builders[id(node)] = False  # a recursive function: assume the worst while it is read
+        known = ctx.builders[id(node)] = not tensor_parameters(node, None, False) and _only_builds(ctx, node)
+    return known
+
+
+def _only_builds(ctx: FileContext, function: cst.FunctionDef) -> bool:
+    nodes = list(_body_nodes(function))
+    held = _parameters(function) | {name for node in nodes for name in _bound_by(node)}
+    containers = _containers(function, nodes)
+    return all(_builds(ctx, node, held, containers) for node in nodes)
+
+
+def _body_nodes(function: cst.FunctionDef) -> Iterator[cst.CSTNode]:
+    """Every node the body runs (the bodies of nested defs and lambdas are not run by it)."""
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, _SKIPPED):
+            yield node
+            stack.extend(child_nodes(node))
+
+
+def _builds(ctx: FileContext, node: cst.CSTNode, held: set[str], containers: set[str]) -> bool:
+    """Whether this one node (not its children) keeps the function a builder."""
+    if isinstance(node, _STORES):
+        return False
+    if isinstance(node, cst.AssignTarget):
+        target = node.target
+        if isinstance(target, cst.Subscript):
+            return isinstance(target.value, cst.Name) and target.value.value in containers
+        return not (isinstance(target, cst.Attribute) and target.attr.value in _LIVE_ATTRIBUTES)
+    if isinstance(node, cst.Arg):
+        return node.keyword is None or node.keyword.value not in ("inplace", "out")
+    if isinstance(node, cst.SimpleString):
+        return "inplace" not in node.value
+    if isinstance(node, cst.Call):
+        method = isinstance(node.func, cst.Attribute) and ctx.imports.qualname(node.func) is None
+        flagged = not method and any(arg.keyword is None and _is_true(arg.value) for arg in node.args)
+        return not flagged and _builder_call(ctx, node.func, held)
+    return True
+
+
+def _builder_call(ctx: FileContext, func: cst.BaseExpression, held: set[str]) -> bool:
+    if isinstance(func, cst.Name):
+        if func.value in held:
+            return False
+        helper = ctx.functions.get(func.value)
+        return helper is None or builds_only(ctx, helper)
+    if not isinstance(func, cst.Attribute):
+        return False
+    name = func.attr.value
+    if name.endswith("_") and not name.endswith("__"):
+        return False  # in place
+    if ctx.imports.qualname(func) is not None:  # a library's or another project module's function
+        return True
+    return name not in _TRAINING_METHODS and not any(name in info.methods for info in ctx.classes.values())
+
+
+def _parameters(function: cst.FunctionDef) -> set[str]:
+    params = function.params
+    named = [*params.posonly_params, *params.params, *params.kwonly_params]
+    named += [param for param in (params.star_arg, params.star_kwarg) if isinstance(param, cst.Param)]
+    return {param.name.value for param in named}
+
+
+def _containers(function: cst.FunctionDef, nodes: list[cst.CSTNode]) -> set[str]:
+    """The names only ever bound to a dict, list or set the function makes, and its `**kwargs`."""
+    made: set[str] = set()
+    other = _parameters(function)
+    for node in nodes:
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                if isinstance(target.target, cst.Name) and _makes_a_container(node.value):
+                    made.add(target.target.value)
+                else:
+                    other |= _names(target.target)
+        elif not isinstance(node, cst.AssignTarget):  # an `Assign`'s, read with it
+            other |= _bound_by(node)
+    star = function.params.star_kwarg
+    return (made - other) | ({star.name.value} if isinstance(star, cst.Param) else set())
+
+
+def _makes_a_container(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, (cst.Dict, cst.List, cst.Set, cst.DictComp, cst.ListComp, cst.SetComp)):
+        return True
+    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in _CONTAINER_TYPES
+
+
+def _bound_by(node: cst.CSTNode) -> set[str]:
+    """The local names a node binds."""
+    if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr)):
+        return _names(node.target)
+    if isinstance(node, cst.WithItem) and node.asname is not None:
+        return _names(node.asname.name)
+    return set()
+
+
+def _names(target: cst.BaseExpression) -> set[str]:
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {name for element in target.elements for name in _names(element.value)}
+    if isinstance(target, cst.StarredElement):
+        return _names(target.value)
+    return set()  # an attribute or a subscript: no local
+
+
+def _is_true(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "True"
