@@ -57,7 +57,10 @@ BUILDERS = {
     "constructions_and_arithmetic": "def f(width, depth):\n"
     "    hidden = math.ceil(width * depth)\n"
     "    return nn.Sequential(nn.Conv2d(width, hidden, 3), nn.GELU())\n",
-    "method_of_a_value": "def f(shape):\n    return Net(shape.numel())\n",
+    "bookkeeping_methods": "def f(**kwargs):\n"
+    "    model = Net(width=kwargs.pop('width', 8))\n"
+    "    model.load_state_dict(model.state_dict())\n"
+    "    return model.eval()\n",
 }
 
 NOT_BUILDERS = {
@@ -65,6 +68,10 @@ NOT_BUILDERS = {
     "calls_a_parameter": "def f(block_fn):\n    return block_fn(8)\n",
     "calls_a_call": "def f(name):\n    return getattr(nn, name)()\n",
     "calls_a_subscript": "def f(blocks, x):\n    return blocks[0](x)\n",
+    "applies_a_module_attribute": "def f():\n"
+    "    model = Net()\n"
+    "    y = torch.ones(2, 8).sigmoid()\n"
+    "    return model.fc(y)\n",
     "backward": "def f(loss):\n    loss.backward()\n",
     "optimizer_step": "def f(opt):\n    opt.step()\n",
     "inplace_method": "def f(w):\n    w.add_(1)\n",

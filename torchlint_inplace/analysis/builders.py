@@ -27,11 +27,12 @@ or decide an in-place module:
   a Python attribute and writes no tensor;
 - it calls a value it holds (a parameter or a local: `model(x)`, `block_fn(...)`) or what a
   call or subscript returns (`getattr(nn, name)()`, `blocks[i](x)`): a module may run there;
-- it calls an in-place function or method (a name ending in `_`, an `out=` argument), a
-  `backward` or an optimizer `step`, or a method some class of the file defines
-  (`model.init_weights()` runs the file's code); other calls (`dict(...)`, `x.permute(...)`,
-  `math.ceil(...)`, a project function of another file) and operators compute at most, and
-  what they save no write of this file can break;
+- it calls an in-place function (a name ending in `_`, an `out=` argument), or a method
+  other than those that move Python values or keep a module's books (`kwargs.pop`,
+  `model.load_state_dict`): any other may apply a module an attribute holds (`model.act(y)`),
+  train (`loss.backward()`, `opt.step()`) or run the file's code (`model.init_weights()`);
+  calls by name (`dict(...)`, `math.ceil(...)`, a class, a project function of another file)
+  and operators compute at most, and what they save no write of this file can break;
 - it says `inplace` (a keyword, a string: `dict(inplace=True)`, `{"inplace": True}`) or passes
   a positional `True` to anything but a method (`nn.ReLU(True)`, not `kwargs.pop("x", True)`):
   it may return an in-place module, whose damage its callers in other files decide
@@ -53,8 +54,18 @@ from .params import tensor_parameters
 from .project import FileContext
 from .syntax import child_nodes
 
-# Methods that run autograd or an optimizer: a TIP009 finding is reported at them.
-_TRAINING_METHODS = frozenset({"backward", "step"})
+# Methods that move Python values (dict, list, str, logging) or keep a module's books without
+# running it: the only methods a builder calls on what it holds. Any other may be a module held
+# in an attribute (`model.act(y)`), a training call (`loss.backward()`, `opt.step()`) or code
+# of this file.
+_BOOKKEEPING_METHODS = frozenset(
+    {"get", "pop", "setdefault", "update", "items", "keys", "values", "copy", "append", "extend", "insert",
+     "format", "join", "split", "rsplit", "startswith", "endswith", "replace", "lower", "upper", "strip",
+     "debug", "info", "warning", "warn", "verify",
+     "load_state_dict", "state_dict", "parameters", "named_parameters", "modules", "named_modules",
+     "children", "named_children", "add_module", "to", "cpu", "cuda", "eval", "train", "get_classifier",
+     "set_grad_checkpointing"}
+)  # fmt: skip
 # Attributes whose assignment changes what autograd or a module does with a tensor.
 _LIVE_ATTRIBUTES = frozenset({"data", "grad", "requires_grad", "inplace", "forward"})
 _STORES = (cst.AugAssign, cst.Del)
@@ -121,7 +132,7 @@ def _builder_call(ctx: FileContext, func: cst.BaseExpression, held: set[str]) ->
         return False  # in place
     if ctx.imports.qualname(func) is not None:  # a library's or another project module's function
         return True
-    return name not in _TRAINING_METHODS and not any(name in info.methods for info in ctx.classes.values())
+    return name in _BOOKKEEPING_METHODS and not any(name in info.methods for info in ctx.classes.values())
 
 
 def _parameters(function: cst.FunctionDef) -> set[str]:
