@@ -92,3 +92,21 @@ def test_keyword_order_does_not_make_a_new_context() -> None:
     module = cst.parse_module(KEYWORD_ORDERS)
     analysis.analyze(module, "/tmp/keyword_orders.py", project)
     assert _runs_of(project, "scaled", module) == 2  # the two calls (one context), and the entry run of its own
+
+
+def test_the_shared_frozensets_keep_no_class_alive() -> None:
+    """The table of shared frozensets outlives the memo: a set of classes kept there would keep
+    their syntax trees alive after their files are forgotten (`analysis.shared`)."""
+    from torchlint_inplace.analysis import shared
+    from torchlint_inplace.analysis.classes import ClassInfo
+
+    code = (
+        "import torch\nfrom torch import nn\n\n\nclass Block(nn.Module):\n    def forward(self, x):\n        return x\n\n\n"
+        "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.block = Block()\n\n"
+        "    def forward(self, x):\n        return self.block(x).sigmoid()\n"
+    )
+    project = analysis.Project()
+    analysis.analyze(cst.parse_module(code), "/project/net.py", project)
+    built = [key for key in project.memo if isinstance(key, tuple) and key[:1] == ("instance",)]
+    assert built  # the classes were built, under runs that collected them
+    assert not [kept for kept in shared._shared if any(isinstance(item, ClassInfo) for item in kept)]

@@ -338,7 +338,7 @@ class Engine:
                 )
         finally:
             self._active[id(ref.node)] -= 1
-        summary.classes = shared(frozenset(built_below))
+        summary.classes = frozenset(built_below)
         if key is not None:
             self.project.remember(key, summary, summary.files)
         return summary, binding
@@ -465,7 +465,7 @@ class Engine:
                 return Module(None, info.name, origin=call)
             with self.collecting_built() as built_below:
                 instance = self.build(interp, info, init, binding, call, args, state)
-            instance.classes = shared(frozenset(built_below | {info}))
+            instance.classes = frozenset(built_below | {info})
             files = instance.built.files if instance.built is not None else frozenset({key_of(info.path)})
             self.project.remember(key, instance, files)
             self.count_similar(info, coarse, instance, files)
