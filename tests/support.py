@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from torchlint_inplace import api, registry
+import libcst as cst
+
+from torchlint_inplace import analysis, api, registry
 from torchlint_inplace.config import Settings
 from torchlint_inplace.linting import FileResult
 
@@ -36,3 +38,13 @@ class A(nn.Module):
         y[0] = 0.0
         return y
 """
+
+
+def runs_of(project: analysis.Project, name: str, module: cst.Module) -> int:
+    """How many runs of the module-level function `name` the project's memo holds."""
+    node = next(
+        statement
+        for statement in module.body
+        if isinstance(statement, cst.FunctionDef) and statement.name.value == name
+    )
+    return sum(1 for key in project.memo if isinstance(key, tuple) and key[:1] == ("run",) and key[2] == id(node))

@@ -9,8 +9,11 @@ first run; deeper, its result is not known. One level still finds what it does.
 from __future__ import annotations
 
 import libcst as cst
+from support import runs_of
 
 from torchlint_inplace import analysis
+from torchlint_inplace.analysis import shared
+from torchlint_inplace.analysis.classes import ClassInfo
 
 UNWRAP = """\
 import torch
@@ -47,20 +50,11 @@ def loss(w: torch.Tensor) -> torch.Tensor:
 """
 
 
-def _runs_of(project: analysis.Project, name: str, module: cst.Module) -> int:
-    node = next(
-        statement
-        for statement in module.body
-        if isinstance(statement, cst.FunctionDef) and statement.name.value == name
-    )
-    return sum(1 for key in project.memo if isinstance(key, tuple) and key[:1] == ("run",) and key[2] == id(node))
-
-
 def test_a_recursion_on_unknown_attributes_runs_a_bounded_number_of_times() -> None:
     project = analysis.Project()
     module = cst.parse_module(UNWRAP)
     analysis.analyze(module, "/tmp/unwrap.py", project)
-    assert 1 <= _runs_of(project, "unwrap", module) <= 1 + 3 + 9
+    assert 1 <= runs_of(project, "unwrap", module) <= 1 + 3 + 9
 
 
 def test_one_level_of_recursion_is_still_followed() -> None:
@@ -91,15 +85,12 @@ def test_keyword_order_does_not_make_a_new_context() -> None:
     project = analysis.Project()
     module = cst.parse_module(KEYWORD_ORDERS)
     analysis.analyze(module, "/tmp/keyword_orders.py", project)
-    assert _runs_of(project, "scaled", module) == 2  # the two calls (one context), and the entry run of its own
+    assert runs_of(project, "scaled", module) == 2  # the two calls (one context), and the entry run of its own
 
 
 def test_the_shared_frozensets_keep_no_class_alive() -> None:
     """The table of shared frozensets outlives the memo: a set of classes kept there would keep
     their syntax trees alive after their files are forgotten (`analysis.shared`)."""
-    from torchlint_inplace.analysis import shared
-    from torchlint_inplace.analysis.classes import ClassInfo
-
     code = (
         "import torch\nfrom torch import nn\n\n\nclass Block(nn.Module):\n    def forward(self, x):\n        return x\n\n\n"
         "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.block = Block()\n\n"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 import pytest
+from support import runs_of
 
 from torchlint_inplace import analysis
 from torchlint_inplace.analysis.builders import builds_only
@@ -134,17 +135,12 @@ def train():
 """
 
 
-def _runs(project: analysis.Project, module: cst.Module, name: str) -> int:
-    node = next(s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == name)
-    return sum(1 for key in project.memo if isinstance(key, tuple) and key[:1] == ("run",) and key[2] == id(node))
-
-
 def test_a_builder_is_not_run_as_an_entry_and_a_training_function_is() -> None:
     project = analysis.Project()
     module = cst.parse_module(ZOO)
     found = analysis.analyze(module, "/project/zoo.py", project)
-    assert _runs(project, module, "net_small") == 0
-    assert _runs(project, module, "train") == 1
+    assert runs_of(project, "net_small", module) == 0
+    assert runs_of(project, "train", module) == 1
     assert [(m.form, found.module.code_for_node(m.node)) for m in found.mutations] == [
         (analysis.Form.METHOD, "y.mul_(2)")
     ]

@@ -52,7 +52,7 @@ import libcst as cst
 
 from .params import tensor_parameters
 from .project import FileContext
-from .syntax import child_nodes
+from .syntax import child_nodes, literal
 
 # Methods that move Python values (dict, list, str, logging) or keep a module's books without
 # running it: the only methods a builder calls on what it holds. Any other may be a module held
@@ -84,8 +84,9 @@ def builds_only(ctx: FileContext, node: cst.FunctionDef) -> bool:
 
 def _only_builds(ctx: FileContext, function: cst.FunctionDef) -> bool:
     nodes = list(_body_nodes(function))
-    held = _parameters(function) | {name for node in nodes for name in _bound_by(node)}
-    containers = _containers(function, nodes)
+    parameters = _parameters(function)
+    held = parameters | {name for node in nodes for name in _bound_by(node)}
+    containers = _containers(function, nodes, parameters)
     return all(_builds(ctx, node, held, containers) for node in nodes)
 
 
@@ -113,13 +114,15 @@ def _builds(ctx: FileContext, node: cst.CSTNode, held: set[str], containers: set
     if isinstance(node, cst.SimpleString):
         return "inplace" not in node.value
     if isinstance(node, cst.Call):
-        method = isinstance(node.func, cst.Attribute) and ctx.imports.qualname(node.func) is None
-        flagged = not method and any(arg.keyword is None and _is_true(arg.value) for arg in node.args)
-        return not flagged and _builder_call(ctx, node.func, held)
+        return _builder_call(ctx, node, held)
     return True
 
 
-def _builder_call(ctx: FileContext, func: cst.BaseExpression, held: set[str]) -> bool:
+def _builder_call(ctx: FileContext, call: cst.Call, held: set[str]) -> bool:
+    func = call.func
+    method = isinstance(func, cst.Attribute) and ctx.imports.qualname(func) is None
+    if not method and any(arg.keyword is None and literal(arg.value) is True for arg in call.args):
+        return False  # `nn.ReLU(True)`, `act_layer(True)`: a positional in-place flag
     if isinstance(func, cst.Name):
         if func.value in held:
             return False
@@ -130,7 +133,7 @@ def _builder_call(ctx: FileContext, func: cst.BaseExpression, held: set[str]) ->
     name = func.attr.value
     if name.endswith("_") and not name.endswith("__"):
         return False  # in place
-    if ctx.imports.qualname(func) is not None:  # a library's or another project module's function
+    if not method:  # a library's or another project module's function
         return True
     return name in _BOOKKEEPING_METHODS and not any(name in info.methods for info in ctx.classes.values())
 
@@ -142,10 +145,10 @@ def _parameters(function: cst.FunctionDef) -> set[str]:
     return {param.name.value for param in named}
 
 
-def _containers(function: cst.FunctionDef, nodes: list[cst.CSTNode]) -> set[str]:
+def _containers(function: cst.FunctionDef, nodes: list[cst.CSTNode], parameters: set[str]) -> set[str]:
     """The names only ever bound to a dict, list or set the function makes, and its `**kwargs`."""
     made: set[str] = set()
-    other = _parameters(function)
+    other = set(parameters)
     for node in nodes:
         if isinstance(node, cst.Assign):
             for target in node.targets:
@@ -182,7 +185,3 @@ def _names(target: cst.BaseExpression) -> set[str]:
     if isinstance(target, cst.StarredElement):
         return _names(target.value)
     return set()  # an attribute or a subscript: no local
-
-
-def _is_true(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "True"

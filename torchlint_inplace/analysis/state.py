@@ -113,7 +113,7 @@ class State:
 
     @property
     def condition(self) -> Condition:
-        return shared(frozenset(self.assumed.values()))
+        return frozenset(self.assumed.values())
 
     def saves_of(self, val: Val) -> list[SaveRecord]:
         """The live saves of the tensors `val` may be, less those made only on paths where it
