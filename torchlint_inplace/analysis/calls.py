@@ -94,6 +94,8 @@ _DICT_METHODS = frozenset({"get", "values", "items", "keys", "update", "setdefau
 _MAPPING_READERS = frozenset({"get", "values", "items", "keys"})
 # Classes whose instances are their constructor's keywords, read as attributes.
 _NAMESPACE_CLASSES = frozenset({"types.SimpleNamespace", "argparse.Namespace"})
+# Functions that return their last argument unchanged: a type checker's view, not a new value.
+_TYPE_CASTS = frozenset({"typing.cast", "typing_extensions.cast"})
 _CONTAINER_GROWERS = frozenset({"append", "extend", "insert", "add_module", "register_module", "update"})
 # The fields of torch.return_types (`values, indices` of max/min/sort/topk/kthvalue/mode/
 # median/cummax, `Q, R` of qr, `eigenvalues, eigenvectors`), by position.
@@ -123,6 +125,9 @@ class CallEvaluator:
     def eval_call(self, call: cst.Call, state: State) -> Value:
         func = call.func
         qualname = self.i.ctx.imports.qualname(func)
+        if qualname in _TYPE_CASTS:  # `cast(list[Tensor], xs)` is `xs`
+            args = self.arguments(call, state)
+            return args.positional[-1] if args.positional else NOT_TENSOR
         if qualname is not None and qualname.split(".")[0] in ("torch", "functools", "itertools", "types", "argparse"):
             short = qualname.rsplit(".", 1)[-1]
             like = short.endswith("_like") and self.i.facts.is_factory(short)  # `torch.zeros_like(x)`

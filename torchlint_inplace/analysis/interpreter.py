@@ -679,7 +679,7 @@ class FunctionInterpreter:
         if isinstance(target, cst.Subscript):
             base = self.eval(target.value, state)
             self.eval_slices(target, state)
-            if is_tensor(base) and not string_index(target):
+            if is_tensor(base) and not string_index(target) and not self.slot_of_opaque(base, target, state):
                 self.write(
                     Form.INDEX_ASSIGN,
                     statement,
@@ -744,6 +744,20 @@ class FunctionInterpreter:
         name = dotted(owner_expr)
         if name is not None and rebuilt:
             state.env[name] = rebuilt[0][1] if len(rebuilt) == 1 else Choice(tuple(rebuilt))
+
+    def slot_of_opaque(self, base: Value, target: cst.Subscript, state: State) -> bool:
+        """`xs[i] = v` into what code we cannot see returned, by one index that is no tensor: a
+        list of tensors as likely as a tensor (reading `xs[i]` gives an element), so it rebinds
+        a slot."""
+        known = collapse(base)
+        index = target.slice[0].slice if len(target.slice) == 1 else None
+        return (
+            isinstance(known, Val)
+            and known.opaque
+            and isinstance(index, cst.Index)
+            and isinstance(index.value, (cst.Name, cst.Integer, cst.UnaryOperation))
+            and not is_tensor(self.peek(index.value, state))
+        )
 
     def store_item(self, target: cst.Subscript, value: Value, state: State, statement: cst.CSTNode) -> None:
         """`d["k"] = v`, `xs[i] = v`: a list or dict of the function's own, rebound with the item."""

@@ -83,8 +83,17 @@ class Val:
         return replace(self, strided=strided or self.strided, items=None, cell=None, cloned=False)
 
     def part(self) -> Val:
-        """One element of a tuple this value may be: a different tensor, nothing saved yet."""
-        return Val(fresh_storage(), self.grad, self.origin, dtype=self.dtype, graph=self.graph, hooked=self.hooked)
+        """One element of a tuple this value may be: a different tensor, nothing saved yet. An
+        element of what unseen code returned may itself be a list (`for (xs, ys), _ in groups`)."""
+        return Val(
+            fresh_storage(),
+            self.grad,
+            self.origin,
+            dtype=self.dtype,
+            graph=self.graph,
+            hooked=self.hooked,
+            opaque=self.opaque,
+        )
 
     def detached(self, how: str) -> Val:
         return replace(
