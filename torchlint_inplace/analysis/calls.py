@@ -855,7 +855,7 @@ class CallEvaluator:
         # Walked once per function, not per call: torchvision's box conversions, called with
         # `inplace=True`, asked 1,014 times for one file.
         key = ("if-tests", summary.path, id(summary.node))
-        around = cast("dict[int, frozenset[str]] | None", self.i.project.memo.get(key))
+        around = cast("dict[int, frozenset[str]] | None", self.i.project.recall(key))
         if around is None:
             around = if_tests_around(summary.node)
             self.i.project.remember(key, around, frozenset({summary.path}))

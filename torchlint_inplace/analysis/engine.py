@@ -14,7 +14,7 @@ from __future__ import annotations
 import builtins
 import re
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -46,6 +46,7 @@ from .values import (
     Klass,
     Module,
     Namespace,
+    Partial,
     Super,
     Sym,
     Val,
@@ -128,17 +129,19 @@ class Engine:
     def module_level(self, ctx: FileContext, name: str) -> Value:
         """A module-level name read by a function: its last top-level value, evaluated once."""
         key = ("global", key_of(ctx.path), name, id(ctx.module))
-        if key in self.project.memo:
-            return self.project.memo[key]  # type: ignore[return-value]
+        known = self.project.recall(key)
+        if known is not None:
+            return known  # type: ignore[return-value]
         if (ctx.path, name) in self._evaluating:
             return NOT_TENSOR
         self._evaluating.add((ctx.path, name))
         try:
-            interp = FunctionInterpreter(self, ctx, constructing=True, depth=MAX_CALL_DEPTH - 2)
-            value = interp.eval(ctx.assignments[name], State())
+            with self.project.reading() as read:
+                interp = FunctionInterpreter(self, ctx, constructing=True, depth=MAX_CALL_DEPTH - 2)
+                value = interp.eval(ctx.assignments[name], State())
         finally:
             self._evaluating.discard((ctx.path, name))
-        self.project.remember(key, value, frozenset({key_of(ctx.path)}))
+        self.project.remember(key, value, frozenset({key_of(ctx.path)}) | read)
         return value
 
     def torch_value(self, qualname: str) -> Value:
@@ -174,12 +177,13 @@ class Engine:
                 return NOT_TENSOR
             return Func(attr, ref=method, bound=None if method.is_static else bound)
         key = ("class attribute", id(info), key_of(info.path), attr)
-        if key not in self.project.memo:
+        known = self.project.recall(key)
+        if known is None:
             owners = self.mro(info)
-            self.project.remember(
-                key, self.class_attribute(owners, attr), frozenset(key_of(owner.path) for owner in owners)
-            )
-        return self.project.memo[key]  # type: ignore[return-value]
+            with self.project.reading() as read:
+                known = self.class_attribute(owners, attr)
+            self.project.remember(key, known, frozenset(key_of(owner.path) for owner in owners) | read)
+        return known  # type: ignore[return-value]
 
     def class_attribute(self, owners: list[ClassInfo], attr: str) -> Value:
         """`attr` as the first class body among `owners` assigns it (`expansion = 4`)."""
@@ -200,10 +204,11 @@ class Engine:
     def mro(self, info: ClassInfo) -> list[ClassInfo]:
         """The project classes `info` inherits from, itself first (depth first, as written)."""
         key = ("mro", id(info), key_of(info.path))
-        known = self.project.memo.get(key)
+        known = self.project.recall(key)
         if known is None:
-            known = self.find_mro(info)
-            self.project.remember(key, known, frozenset(key_of(owner.path) for owner in known))
+            with self.project.reading() as read:
+                known = self.find_mro(info)
+            self.project.remember(key, known, frozenset(key_of(owner.path) for owner in known) | read)
         return known  # type: ignore[return-value]
 
     def find_mro(self, info: ClassInfo) -> list[ClassInfo]:
@@ -312,7 +317,7 @@ class Engine:
                 shared(state.hooked),
                 call_site,
             )
-            known = self.project.memo.get(key)
+            known = self.project.recall(key)
             if isinstance(known, Summary):
                 self.note_built(known.classes)  # they are built, whether this run built them or an earlier one
                 return known, binding
@@ -323,7 +328,7 @@ class Engine:
         )
         self._active[id(ref.node)] = self._active.get(id(ref.node), 0) + 1
         try:
-            with self.collecting_built() as built_below:
+            with self.collecting_built() as built_below, self.project.reading() as read:
                 summary = self.execute(
                     ctx,
                     ref,
@@ -339,6 +344,7 @@ class Engine:
         finally:
             self._active[id(ref.node)] -= 1
         summary.classes = frozenset(built_below)
+        summary.files = shared(summary.files | read | _files_held([bound, *binding.values.values()]))
         if key is not None:
             self.project.remember(key, summary, summary.files)
         return summary, binding
@@ -380,13 +386,15 @@ class Engine:
         if param.default is None:
             return Sym(name)
         key = ("default", key_of(ctx.path), id(param))  # evaluated once, as Python does
-        known = self.project.memo.get(key)
+        known = self.project.recall(key)
         if known is not None:
             return known  # type: ignore[return-value]
-        value = FunctionInterpreter(self, ctx, constructing=True, depth=MAX_CALL_DEPTH - 2).eval(param.default, State())
+        with self.project.reading() as read:
+            interp = FunctionInterpreter(self, ctx, constructing=True, depth=MAX_CALL_DEPTH - 2)
+            value = interp.eval(param.default, State())
         if isinstance(value, Const):
             value = Sym(name, Const(value.value))
-        self.project.remember(key, value, frozenset({key_of(ctx.path)}))
+        self.project.remember(key, value, frozenset({key_of(ctx.path)}) | read)
         return value
 
     def execute(
@@ -430,7 +438,7 @@ class Engine:
         switch in-place paths on and off, strings name layers (`act_layer="relu"`)."""
         # The memo holds every kind of value; under a "similar" key, a count and an instance.
         seen = cast(
-            "tuple[int, Instance] | None", self.project.memo.get(("similar", id(info), key_of(info.path), coarse))
+            "tuple[int, Instance] | None", self.project.recall(("similar", id(info), key_of(info.path), coarse))
         )
         return seen[1] if seen is not None and seen[0] >= MAX_CONTEXTS else None
 
@@ -459,14 +467,15 @@ class Engine:
             binding.in_declared_order(init.node)
             key = ("instance", id(info), key_of(info.path), _abstract_all(binding.values))
         coarse = _abstract_all(binding.values, coarse=True)
-        instance = self.project.memo.get(key) or self.similar(info, coarse)
+        instance = self.project.recall(key) or self.similar(info, coarse)
         if instance is None:
             if interp.depth >= MAX_CALL_DEPTH:
                 return Module(None, info.name, origin=call)
-            with self.collecting_built() as built_below:
+            with self.collecting_built() as built_below, self.project.reading() as read:
                 instance = self.build(interp, info, init, binding, call, args, state)
             instance.classes = frozenset(built_below | {info})
-            files = instance.built.files if instance.built is not None else frozenset({key_of(info.path)})
+            built = instance.built.files if instance.built is not None else frozenset()
+            files = shared(built | read | _files_held(binding.values.values()) | {key_of(info.path)})
             self.project.remember(key, instance, files)
             self.count_similar(info, coarse, instance, files)
         assert isinstance(instance, Instance)
@@ -794,6 +803,38 @@ def _abstract(value: Value, coarse: bool = False) -> object:
         except TypeError:
             return ("C", repr(value.value))
     return value
+
+
+def _files_held(values: Iterable[Value | None]) -> frozenset[str]:
+    """The files whose syntax trees these values keep alive (a class, a function, a module
+    built from a class): a memo entry made from them must be forgotten with those files, or it
+    keeps the trees evicting them should free."""
+    files: set[str] = set()
+    stack = [value for value in values if value is not None]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, Klass) and value.ref is not None:
+            files.add(key_of(value.ref.path))
+        elif isinstance(value, Func):
+            if value.ref is not None:
+                files.add(key_of(value.ref.path))
+            if value.bound is not None:
+                stack.append(value.bound)
+        elif isinstance(value, Module):
+            if value.instance is not None:
+                files.update(key_of(info.path) for info in value.instance.classes | {value.instance.cls})
+            stack.extend(value.items or ())
+        elif isinstance(value, Partial):
+            stack.extend((value.target, *value.args, *(item for _, item in value.kwargs)))
+        elif isinstance(value, Val):
+            stack.extend(value.items or ())
+        elif isinstance(value, DictVal):
+            stack.extend(item for _, item in value.entries)
+            if value.rest is not None:
+                stack.append(value.rest)
+        elif isinstance(value, Choice):
+            stack.extend(option for _, option in value.options)
+    return frozenset(files)
 
 
 def _abstract_all(values: dict[str, Value], coarse: bool = False) -> _Abstracted:

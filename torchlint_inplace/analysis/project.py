@@ -14,6 +14,7 @@ import os
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -39,11 +40,13 @@ _IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[^\n#]*|import
 # is 230 MB of trees; torch's largest file, 1.4 MB of literal tables, 785 MB), so the trees
 # kept are bounded by the size of their sources. Forgetting a file also forgets the runs and
 # instances learnt from it (`Project._forget`), which the next file that reaches it redoes in
-# every context: that, not the parse, is what this bound costs. On timm, cold in one process:
-# 1 M characters, 104 CPU s; 2 M, 85 s; 3 M, 75 s; unbounded, 69 s, the peak ~750 MB throughout
-# (the memo, not the trees); transformers' whole `models/`, `-j 2`: 21:49 -> ~5:30 wall at
-# 3 M / 6 M. (Keeping more first exposed a memo hit that did not say what it built:
-# `Engine.note_built`.)
+# every context: that, not the parse, is what this bound costs. A memo entry is forgotten with
+# every file it read or holds a class of (`Project.reading`, `engine._files_held`); before that,
+# entries kept in other files' names held the evicted trees and the peak did not follow the
+# bound. On timm, cold in one process (2026-12-06): 1 M / 2 M characters, 54 CPU s, 313 MB;
+# 2 M / 4 M, 47 s, 391 MB; 3 M / 6 M, 43 s, 440 MB. transformers' whole `models/`, `-j 2`:
+# 21:49 -> ~5:30 wall at 3 M / 6 M. (Keeping more first exposed a memo hit that did not say
+# what it built: `Engine.note_built`.)
 MAX_CACHED_SOURCE = 3_000_000
 # While one file is analysed, the files it reaches are its working set: evicting one that the
 # analysis comes back to re-parses it, again and again (a transformers model reaches 38 files,
@@ -190,6 +193,8 @@ class Project:
         # read, so that forgetting a file forgets what was learnt from its tree.
         self.memo: dict[object, object] = {}
         self._memo_by_file: dict[str, set[object]] = {}  # file -> the memo keys that read it
+        self._memo_files: dict[object, frozenset[str]] = {}  # memo key -> the files it read
+        self._reads: list[set[str]] = []  # one per `reading` block under way, innermost last
         # What the analysis of the current file read besides the file itself: the results cache
         # must be invalidated when any of these change.
         self.dependencies: set[str] = set()
@@ -227,6 +232,8 @@ class Project:
     def file(self, path: Path) -> FileContext | None:
         key = key_of(path)
         self.dependencies.add(key)
+        if self._reads:
+            self._reads[-1].add(key)
         if key in self._files:
             self._files.move_to_end(key)
             return self._files[key]
@@ -235,10 +242,35 @@ class Project:
     def contexts(self) -> list[FileContext]:
         return [ctx for ctx in self._files.values() if ctx is not None]
 
+    @contextmanager
+    def reading(self) -> Iterator[set[str]]:
+        """The files the block reads, itself or through what it recalls: what it learns holds
+        their nodes (a class built from another file keeps that file's `ClassDef`), so it must
+        be forgotten with any of them, or evicting a file frees nothing. Nested blocks' reads
+        count for the blocks around them."""
+        self._reads.append(set())
+        try:
+            yield self._reads[-1]
+        finally:
+            read = self._reads.pop()
+            if self._reads:
+                self._reads[-1] |= read
+
+    def recall(self, key: object) -> object | None:
+        """What the memo holds under `key` (None: nothing); the files it read count as read."""
+        value = self.memo.get(key)
+        if value is not None and self._reads:
+            self._reads[-1] |= self._memo_files[key]
+        return value
+
     def remember(self, key: object, value: object, files: frozenset[str]) -> None:
+        self._unlearn(key)
         self.memo[key] = value
+        self._memo_files[key] = files
         for file in files:
             self._memo_by_file.setdefault(file, set()).add(key)
+        if self._reads:
+            self._reads[-1] |= files
 
     def _remember(self, key: str, ctx: FileContext | None) -> FileContext | None:
         self._forget(key)
@@ -260,7 +292,16 @@ class Project:
         ctx = self._files.pop(key)
         self._size -= ctx.size if ctx is not None else 0
         for memo_key in self._memo_by_file.pop(key, ()):
-            self.memo.pop(memo_key, None)
+            self._unlearn(memo_key)
+
+    def _unlearn(self, memo_key: object) -> None:
+        """Drops a memo entry and every file's note of it: a key left in another file's set
+        keeps what it was made of (a `Klass` of an evicted file, so that file's `ClassDef`)."""
+        self.memo.pop(memo_key, None)
+        for file in self._memo_files.pop(memo_key, ()):
+            keys = self._memo_by_file.get(file)
+            if keys is not None:
+                keys.discard(memo_key)
 
     def importers(self, ctx: FileContext) -> list[tuple[FileContext, frozenset[str]]]:
         """Files of the same package or project that import `ctx`'s module: the callers that may
@@ -358,6 +399,8 @@ class Project:
     def class_file(self, info: ClassInfo) -> FileContext | None:
         key = key_of(info.path)
         ctx = self._files.get(key)
+        if ctx is not None and self._reads:
+            self._reads[-1].add(key)
         return ctx if ctx is not None else self.file(Path(info.path))
 
 
