@@ -168,12 +168,18 @@ def _makes_a_container(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in _CONTAINER_TYPES
 
 
+# Compared by exact type (these classes have no subclasses): every node of every candidate
+# function is asked, and `isinstance` against LibCST's ABCs is slow.
+_TARGET_BINDERS = frozenset({cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr})
+
+
 def _bound_by(node: cst.CSTNode) -> set[str]:
     """The local names a node binds."""
-    if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr)):
-        return _names(node.target)
-    if isinstance(node, cst.WithItem) and node.asname is not None:
-        return _names(node.asname.name)
+    kind = type(node)
+    if kind in _TARGET_BINDERS:
+        return _names(node.target)  # type: ignore[attr-defined]
+    if kind is cst.WithItem and node.asname is not None:  # type: ignore[attr-defined]
+        return _names(node.asname.name)  # type: ignore[attr-defined]
     return set()
 
 
