@@ -155,3 +155,43 @@ def test_forgetting_a_file_frees_its_tree_from_what_was_learnt_elsewhere(tmp_pat
 def _classes_alive(name: str) -> int:
     gc.collect()
     return sum(1 for node in gc.get_objects() if isinstance(node, cst.ClassDef) and node.name.value == name)
+
+
+SCALE = """\
+def scale_(x):
+    x.mul_(2)
+"""
+
+HELPER = """\
+from scale import scale_
+
+
+def helper(x):
+    scale_(x)
+    return x
+"""
+
+USER = """\
+from helper import helper
+
+
+def run(w):
+    y = w.sigmoid()
+    helper(y)
+    return y.sum()
+"""
+
+
+def test_a_run_recalled_from_the_memo_still_counts_the_files_it_read(tmp_path) -> None:
+    """The results cache keys a file's findings on the files its analysis read. `user_b.py`
+    takes `helper`'s run from the memo `user_a.py` filled; that run read `scale.py`, so an
+    edit there must invalidate `user_b.py` as it does `user_a.py`."""
+    for name, code in (("scale", SCALE), ("helper", HELPER), ("user_a", USER), ("user_b", USER)):
+        (tmp_path / f"{name}.py").write_text(code)
+    project = analysis.Project()
+    first = analysis.analyze(cst.parse_module(USER), str(tmp_path / "user_a.py"), project)
+    second = analysis.analyze(cst.parse_module(USER), str(tmp_path / "user_b.py"), project)
+    scale = key_of(tmp_path / "scale.py")
+    assert scale in first.dependencies
+    assert scale in second.dependencies
+    assert [m.form for m in first.mutations] == [m.form for m in second.mutations]

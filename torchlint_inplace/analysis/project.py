@@ -257,10 +257,15 @@ class Project:
                 self._reads[-1] |= read
 
     def recall(self, key: object) -> object | None:
-        """What the memo holds under `key` (None: nothing); the files it read count as read."""
+        """What the memo holds under `key` (None: nothing); the files it read count as read,
+        by the blocks under way and by the file being checked (whose cached findings must be
+        invalidated by an edit to any of them, whichever file's analysis filled the memo)."""
         value = self.memo.get(key)
-        if value is not None and self._reads:
-            self._reads[-1] |= self._memo_files[key]
+        if value is not None:
+            files = self._memo_files[key]
+            self.dependencies |= files
+            if self._reads:
+                self._reads[-1] |= files
         return value
 
     def remember(self, key: object, value: object, files: frozenset[str]) -> None:
