@@ -136,13 +136,16 @@ class Engine:
             return NOT_TENSOR
         self._evaluating.add((ctx.path, name))
         try:
-            with self.project.reading() as read:
-                interp = FunctionInterpreter(self, ctx, constructing=True, depth=MAX_CALL_DEPTH - 2)
-                value = interp.eval(ctx.assignments[name], State())
+            return self.project.learn(
+                key, lambda: self.evaluate_once(ctx, ctx.assignments[name]), lambda _: {key_of(ctx.path)}
+            )
         finally:
             self._evaluating.discard((ctx.path, name))
-        self.project.remember(key, value, frozenset({key_of(ctx.path)}) | read)
-        return value
+
+    def evaluate_once(self, ctx: FileContext, expr: cst.BaseExpression) -> Value:
+        """An expression Python evaluates once, when the module or the `def` runs: a module-level
+        value, a default, a class attribute."""
+        return FunctionInterpreter(self, ctx, constructing=True, depth=MAX_CALL_DEPTH - 2).eval(expr, State())
 
     def torch_value(self, qualname: str) -> Value:
         if qualname in _NAMESPACES:
@@ -178,12 +181,12 @@ class Engine:
             return Func(attr, ref=method, bound=None if method.is_static else bound)
         key = ("class attribute", id(info), key_of(info.path), attr)
         known = self.project.recall(key)
-        if known is None:
-            owners = self.mro(info)
-            with self.project.reading() as read:
-                known = self.class_attribute(owners, attr)
-            self.project.remember(key, known, frozenset(key_of(owner.path) for owner in owners) | read)
-        return known  # type: ignore[return-value]
+        if known is not None:
+            return known  # type: ignore[return-value]
+        owners = self.mro(info)
+        return self.project.learn(
+            key, lambda: self.class_attribute(owners, attr), lambda _: (key_of(owner.path) for owner in owners)
+        )
 
     def class_attribute(self, owners: list[ClassInfo], attr: str) -> Value:
         """`attr` as the first class body among `owners` assigns it (`expansion = 4`)."""
@@ -196,20 +199,18 @@ class Engine:
                         ):
                             ctx = self.project.class_file(owner)
                             if ctx is not None:
-                                return FunctionInterpreter(self, ctx, constructing=True, depth=MAX_CALL_DEPTH - 2).eval(
-                                    small.value, State()
-                                )
+                                return self.evaluate_once(ctx, small.value)
         return NOT_TENSOR
 
     def mro(self, info: ClassInfo) -> list[ClassInfo]:
         """The project classes `info` inherits from, itself first (depth first, as written)."""
         key = ("mro", id(info), key_of(info.path))
         known = self.project.recall(key)
-        if known is None:
-            with self.project.reading() as read:
-                known = self.find_mro(info)
-            self.project.remember(key, known, frozenset(key_of(owner.path) for owner in known) | read)
-        return known  # type: ignore[return-value]
+        if known is not None:
+            return known  # type: ignore[return-value]
+        return self.project.learn(
+            key, lambda: self.find_mro(info), lambda owners: (key_of(owner.path) for owner in owners)
+        )
 
     def find_mro(self, info: ClassInfo) -> list[ClassInfo]:
         order: list[ClassInfo] = []
@@ -382,20 +383,16 @@ class Engine:
     def default(self, ctx: FileContext, param: cst.Param) -> Value:
         """A parameter's default as a configuration value: a constant default is a `Sym` that
         knows it; anything else is the value it evaluates to."""
-        name = param.name.value
-        if param.default is None:
+        name, default = param.name.value, param.default
+        if default is None:
             return Sym(name)
         key = ("default", key_of(ctx.path), id(param))  # evaluated once, as Python does
         known = self.project.recall(key)
         if known is not None:
             return known  # type: ignore[return-value]
-        with self.project.reading() as read:
-            interp = FunctionInterpreter(self, ctx, constructing=True, depth=MAX_CALL_DEPTH - 2)
-            value = interp.eval(param.default, State())
-        if isinstance(value, Const):
-            value = Sym(name, Const(value.value))
-        self.project.remember(key, value, frozenset({key_of(ctx.path)}) | read)
-        return value
+        return self.project.learn(
+            key, lambda: _configuration(name, self.evaluate_once(ctx, default)), lambda _: {key_of(ctx.path)}
+        )
 
     def execute(
         self,
@@ -803,6 +800,11 @@ def _abstract(value: Value, coarse: bool = False) -> object:
         except TypeError:
             return ("C", repr(value.value))
     return value
+
+
+def _configuration(name: str, value: Value) -> Value:
+    """A parameter's evaluated default: a constant is a `Sym` that knows it."""
+    return Sym(name, Const(value.value)) if isinstance(value, Const) else value
 
 
 def _files_held(values: Iterable[Value | None]) -> frozenset[str]:

@@ -13,7 +13,7 @@ import functools
 import os
 import re
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -266,6 +266,14 @@ class Project:
             self.dependencies |= files
             if self._reads:
                 self._reads[-1] |= files
+        return value
+
+    def learn(self, key: object, compute: Callable[[], T], files: Callable[[T], Iterable[str]]) -> T:
+        """`compute()`, remembered under `key` with the files `files` names for its value and
+        every file the computation read."""
+        with self.reading() as read:
+            value = compute()
+        self.remember(key, value, frozenset(files(value)) | read)
         return value
 
     def remember(self, key: object, value: object, files: frozenset[str]) -> None:
