@@ -22,6 +22,7 @@ from .imports import dotted
 from .instances import submodules
 from .model import Form
 from .modules import ModuleFactory
+from .python_types import class_name, isinstance_of_known, partial_attribute
 from .state import SaveRecord, State, merge_states
 from .summaries import ParamWrite, Slot, Summary
 from .syntax import if_tests_around, literal, names_read
@@ -188,7 +189,7 @@ class CallEvaluator:
             finally:
                 self.i.extra = outer
             states.append(branch)
-        merged_state = merge_states(states)
+        merged_state = merge_states(states, [value for _, value in results])
         state.__dict__.update(merged_state.__dict__)
         merged: Value | None = None
         for condition, value in results:
@@ -259,6 +260,8 @@ class CallEvaluator:
         if isinstance(base, Module):
             return self.module_attribute(base, attr)
         if isinstance(base, Klass):
+            if attr in ("__name__", "__qualname__"):
+                return Const(class_name(base))
             if base.qualname is not None:
                 return self.i.engine.torch_value(f"{base.qualname}.{attr}")
             if isinstance(base.ref, ClassInfo):
@@ -266,6 +269,8 @@ class CallEvaluator:
             return NOT_TENSOR
         if _is_namespace(base):
             return self.i.engine.namespace_member(base, attr)
+        if isinstance(base, Partial):
+            return partial_attribute(base, attr)
         if isinstance(base, Sym):
             return Sym(f"{base.text}.{attr}")
         if isinstance(base, DictVal):
@@ -709,12 +714,12 @@ class CallEvaluator:
 
     def isinstance_verdict(self, value: Value, kinds: Value) -> bool | None:
         """`isinstance(value, kinds)` for one value, when it can be told."""
-        classes = (
-            [kind for kind in (given.items or ()) if isinstance(kind, Klass)]
-            if isinstance(given := collapse(kinds), Val)
-            else [kinds]
-        )
+        named = list(given.items or ()) if isinstance(given := collapse(kinds), Val) else [kinds]
         value = collapse(value)
+        known = isinstance_of_known(value, named)
+        if known is not None:
+            return known
+        classes = [kind for kind in named if isinstance(kind, Klass)]
         if isinstance(value, Module):
             answers = [self.is_instance(value, kind) for kind in classes]
             return True if any(answers) else (False if all(answer is False for answer in answers) else None)
@@ -1319,9 +1324,48 @@ def _is_namespace(value: Value) -> bool:
 
 
 def _string_method(text: str, method: str, args: Args) -> Value:
-    if method in ("lower", "upper", "strip") and not args.values():
-        return Const(getattr(text, method)())
-    return NOT_TENSOR
+    """A string method on a constant with constant arguments, computed as Python would: a
+    factory's `name.replace('_', '').lower().split('-')[0]` names one layer of its table."""
+    positional = [_python_constant(value) for value in args.positional]
+    keywords = {name: _python_constant(value) for name, value in args.keywords.items()}
+    if method not in _PURE_STRING_METHODS or _UNKNOWN in positional or _UNKNOWN in keywords.values():
+        return NOT_TENSOR
+    try:
+        result = getattr(text, method)(*positional, **keywords)
+    except (TypeError, ValueError):
+        return NOT_TENSOR
+    if isinstance(result, list):
+        return Val(items=tuple(Const(part) for part in result), cell=fresh_id())
+    if isinstance(result, tuple):
+        return Val(items=tuple(Const(part) for part in result))
+    return Const(result)
+
+
+_UNKNOWN = object()
+
+
+def _python_constant(value: Value) -> object:
+    """A string method's argument as Python holds it: a constant, or a tuple of constants
+    (`startswith(("a", "b"))`); `_UNKNOWN` otherwise."""
+    value = collapse(value)
+    if isinstance(value, Const) and isinstance(value.value, (str, int, type(None))):
+        return value.value
+    if isinstance(value, Val) and value.items is not None and value.cell is None and not value.is_tensor:
+        parts = tuple(_python_constant(item) for item in value.items)
+        return _UNKNOWN if _UNKNOWN in parts else parts
+    return _UNKNOWN
+
+
+# `str` methods that compute from the string and their arguments alone.
+_PURE_STRING_METHODS = frozenset(
+    {
+        "lower", "upper", "casefold", "capitalize", "title", "swapcase",
+        "strip", "lstrip", "rstrip", "removeprefix", "removesuffix", "replace",
+        "split", "rsplit", "partition", "rpartition", "splitlines",
+        "startswith", "endswith", "find", "rfind", "count",
+        "isdigit", "isalpha", "isalnum", "isnumeric", "isdecimal", "islower", "isupper", "isidentifier",
+    }
+)  # fmt: skip
 
 
 def literal_true(value: Value | None) -> bool:

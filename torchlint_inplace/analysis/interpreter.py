@@ -46,6 +46,7 @@ from .instances import Instance
 from .model import Form, Mutation, Reason
 from .project import FileContext
 from .protocols import Engine
+from .python_types import may_contain, same_object
 from .state import PendingWrite, SaveRecord, Site, State, merge_states, next_order
 from .summaries import Summary, SummaryRecorder
 from .syntax import (
@@ -67,6 +68,7 @@ from .values import (
     Grad,
     Klass,
     Module,
+    Partial,
     Sym,
     Val,
     Value,
@@ -1074,7 +1076,12 @@ class FunctionInterpreter:
             holds, fails = self.branch(expr.test, state)
             body = self.eval(expr.body, holds) if holds is not None else None
             orelse = self.eval(expr.orelse, fails) if fails is not None else None
-            return _merged_value(body, orelse, holds, fails, state)
+            value = _merged_value(body, orelse, holds, fails, state)
+            if any(path is not None and path is not state for path in (holds, fails)):
+                # what either side recorded (`torch.sigmoid(x) if c else x`: its save) lives on
+                paths = [path for path in (holds, fails) if path is not None]
+                state.__dict__.update(merge_states(paths, [value]).__dict__)
+            return value
         if type(expr) is cst.NamedExpr:
             value = self.eval(expr.value, state)
             self.assign(expr.target, value, state, expr)
@@ -1218,9 +1225,7 @@ class FunctionInterpreter:
     def eval_subscript(self, expr: cst.Subscript, state: State) -> Value:
         base = self.eval(expr.value, state)
         self.note_blind(expr.value, base)
-        advanced = self.eval_slices(expr, state)
-        index = expr.slice[0].slice if len(expr.slice) == 1 else None
-        key = self.peek(index.value, state) if isinstance(index, cst.Index) else None
+        advanced, key = self.eval_slices(expr, state)
         results = []
         for condition, option in options_of(base):
             results.append((condition, self.subscript_of(option, expr, key, advanced, state)))
@@ -1288,12 +1293,16 @@ class FunctionInterpreter:
         if isinstance(value, Sym) and isinstance(expr, cst.Name) and expr.value in self.param_names:
             self.blind = True
 
-    def eval_slices(self, expr: cst.Subscript, state: State) -> bool:
+    def eval_slices(self, expr: cst.Subscript, state: State) -> tuple[bool, Value | None]:
+        """Whether the subscript indexes with tensors (advanced indexing), and its one index's
+        value (`table[name.lower()]`), None for a slice or several indices."""
         advanced = False
+        key: Value | None = None
         for element in expr.slice:
             index = element.slice
             if isinstance(index, cst.Index):
                 value = collapse(self.eval(index.value, state))
+                key = value if len(expr.slice) == 1 else None
                 if (
                     is_tensor(value)
                     or isinstance(index.value, (cst.List, cst.ListComp))
@@ -1305,7 +1314,7 @@ class FunctionInterpreter:
                 for part in (index.lower, index.upper, index.step):
                     if part is not None:
                         self.eval(part, state)
-        return advanced
+        return advanced, key
 
     def eval_binary(self, expr: cst.BinaryOperation, state: State) -> Value:
         left = self.eval(expr.left, state)
@@ -1791,8 +1800,10 @@ def _truth(value: Value) -> bool | None:
             return bool(value.value)
         except Exception:
             return None
-    if isinstance(value, (Module, Klass, Func)):
+    if isinstance(value, (Module, Klass, Func, Partial)):
         return True
+    if isinstance(value, DictVal) and value.entries:
+        return True  # an empty one may be a dict whose keys are not known (`dict(config)`)
     if isinstance(value, Val):
         if value.is_tensor:
             return None
@@ -1808,7 +1819,7 @@ def _compare(compare: Callable[[Any, Any], bool], symbol: str, left: Value, righ
         if isinstance(left, Const):
             return compare(left.value, None)
         if (
-            isinstance(left, (Module, Klass, Func, DictVal))
+            isinstance(left, (Module, Klass, Func, Partial, DictVal))
             or is_tensor(left)
             or (isinstance(left, Val) and left.items is not None and left.cell is not None)
         ):
@@ -1819,6 +1830,10 @@ def _compare(compare: Callable[[Any, Any], bool], symbol: str, left: Value, righ
             return bool(compare(left.value, right.value))
         except Exception:
             return None
+    if symbol in ("is", "is not", "==", "!=") and (same := same_object(left, right)) is not None:
+        return same == (symbol in ("is", "=="))
+    if isinstance(left, Klass) and isinstance(right, Val) and right.items is not None and symbol in ("in", "not in"):
+        return None if may_contain(right.items, left) else symbol == "not in"
     if isinstance(left, Const) and isinstance(right, Val) and right.items is not None and symbol in ("in", "not in"):
         values = [item.value for item in right.items if isinstance(item, Const)]
         if len(values) == len(right.items):

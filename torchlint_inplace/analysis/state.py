@@ -8,7 +8,7 @@ which parts of the graph left the function other than by its return value.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import count
 from typing import TYPE_CHECKING
@@ -134,7 +134,7 @@ class State:
         self.assumed[assumption.key] = assumption
 
 
-def _prune(state: State) -> State:
+def _prune(state: State, held: Sequence[Value] = ()) -> State:
     """Forget saves on storages no name can reach any more on this path.
 
     Without this, `if c: out = bn(out)` followed by `out += identity` would blame bn's save of
@@ -142,19 +142,23 @@ def _prune(state: State) -> State:
     """
     if not state.saves:
         return state
-    live = frozenset().union(*(reachable(value) for value in state.env.values())) if state.env else frozenset()
+    values = [*state.env.values(), *held]
+    live = frozenset().union(*(reachable(value) for value in values)) if values else frozenset()
     pruned = state.copy()
     pruned.saves = {storage: records for storage, records in state.saves.items() if storage in live}
     return pruned
 
 
-def merge_states(states: list[State]) -> State:
+def merge_states(states: list[State], held: Sequence[Value] = ()) -> State:
+    """The state after paths meet. `held`: values the paths computed that no name holds yet (an
+    `a if c else b` expression's sides, a call's result on each option of its callee): their
+    saves stay."""
     live = [state for state in states if not state.dead]
     if not live:
         return State(dead=True)
     if len(live) == 1:
         return live[0].copy()
-    live = [_prune(state) for state in live]  # not copies when nothing was pruned: read only
+    live = [_prune(state, held) for state in live]  # not copies when nothing was pruned: read only
     common = {
         key: assumption
         for key, assumption in live[0].assumed.items()
