@@ -387,7 +387,10 @@ class FunctionInterpreter:
         order (`for m in self.modules()`, a list of different blocks); any other runs two rounds
         (one past nesting depth 3), so that state carried into the next iteration is seen. A
         loop over a container known to hold elements, or `while True`, has no path that skips
-        the body."""
+        the body. The loop leaves after its last round (and at each `break`/`return`): a loop of
+        unknown rounds runs two so that the second sees what the first carried, and the path
+        that would leave after the first holds values the second round saved as its inputs
+        (`h = act(h); h = conv(h) + residual` saves every sum but the last)."""
         elements: list[Value] = []
         if isinstance(node, cst.For):
             iterable = self.eval_iterable(node.iter, state)
@@ -423,7 +426,7 @@ class FunctionInterpreter:
             after = self.exec_block(node.body, current)
             jumps = self.jumps.pop()
             exits.extend(jumps)
-            if not unrolled or index == len(elements) - 1:
+            if index == len(elements) - 1:
                 exits.append(after)
             current = merge_states([after, *jumps])
             if current.dead:
