@@ -47,6 +47,7 @@ a configuration of this file and that calls what it builds (a `train(Model)` hel
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import cast
 
 import libcst as cst
 
@@ -68,8 +69,10 @@ _BOOKKEEPING_METHODS = frozenset(
 )  # fmt: skip
 # Attributes whose assignment changes what autograd or a module does with a tensor.
 _LIVE_ATTRIBUTES = frozenset({"data", "grad", "requires_grad", "inplace", "forward"})
-_STORES = (cst.AugAssign, cst.Del)
-_SKIPPED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)  # not run by the body that defines them
+# By exact type, as every walk here does: LibCST's classes are ABCs, whose `isinstance` runs in
+# Python (`syntax._is_node`); a parsed tree holds only the concrete classes.
+_STORES = frozenset({cst.AugAssign, cst.Del})
+_SKIPPED = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})  # not run by the body that defines them
 _CONTAINER_TYPES = frozenset({"dict", "list", "set", "OrderedDict", "defaultdict"})
 
 
@@ -95,26 +98,28 @@ def _body_nodes(function: cst.FunctionDef) -> Iterator[cst.CSTNode]:
     stack: list[cst.CSTNode] = [function.body]
     while stack:
         node = stack.pop()
-        if not isinstance(node, _SKIPPED):
+        if type(node) not in _SKIPPED:
             yield node
             stack.extend(child_nodes(node))
 
 
 def _builds(ctx: FileContext, node: cst.CSTNode, held: set[str], containers: set[str]) -> bool:
     """Whether this one node (not its children) keeps the function a builder."""
-    if isinstance(node, _STORES):
+    kind = type(node)
+    if kind in _STORES:
         return False
-    if isinstance(node, cst.AssignTarget):
-        target = node.target
+    if kind is cst.AssignTarget:
+        target = cast(cst.AssignTarget, node).target
         if isinstance(target, cst.Subscript):
             return isinstance(target.value, cst.Name) and target.value.value in containers
         return not (isinstance(target, cst.Attribute) and target.attr.value in _LIVE_ATTRIBUTES)
-    if isinstance(node, cst.Arg):
-        return node.keyword is None or node.keyword.value not in ("inplace", "out")
-    if isinstance(node, cst.SimpleString):
-        return "inplace" not in node.value
-    if isinstance(node, cst.Call):
-        return _builder_call(ctx, node, held)
+    if kind is cst.Arg:
+        keyword = cast(cst.Arg, node).keyword
+        return keyword is None or keyword.value not in ("inplace", "out")
+    if kind is cst.SimpleString:
+        return "inplace" not in cast(cst.SimpleString, node).value
+    if kind is cst.Call:
+        return _builder_call(ctx, cast(cst.Call, node), held)
     return True
 
 
@@ -150,13 +155,14 @@ def _containers(function: cst.FunctionDef, nodes: list[cst.CSTNode], parameters:
     made: set[str] = set()
     other = set(parameters)
     for node in nodes:
-        if isinstance(node, cst.Assign):
-            for target in node.targets:
-                if isinstance(target.target, cst.Name) and _makes_a_container(node.value):
+        if type(node) is cst.Assign:
+            assign = node
+            for target in assign.targets:
+                if isinstance(target.target, cst.Name) and _makes_a_container(assign.value):
                     made.add(target.target.value)
                 else:
                     other |= _names(target.target)
-        elif not isinstance(node, cst.AssignTarget):  # an `Assign`'s, read with it
+        elif type(node) is not cst.AssignTarget:  # an `Assign`'s, read with it
             other |= _bound_by(node)
     star = function.params.star_kwarg
     return (made - other) | ({star.name.value} if isinstance(star, cst.Param) else set())

@@ -280,7 +280,7 @@ class FunctionInterpreter:
     # ----------------------------------------------------------------- statements
 
     def exec_block(self, block: cst.BaseSuite, state: State) -> State:
-        if isinstance(block, cst.SimpleStatementSuite):
+        if type(block) is cst.SimpleStatementSuite:
             return self.exec_small_statements(block.body, state)
         return self.exec_statements(cast(cst.IndentedBlock, block).body, state)  # the other kind of suite
 
@@ -299,33 +299,35 @@ class FunctionInterpreter:
         return state
 
     def exec_statement(self, statement: cst.BaseStatement, state: State) -> State:
-        if isinstance(statement, cst.SimpleStatementLine):
+        # Statements and expressions dispatch on exact types: LibCST's classes are ABCs, whose
+        # `isinstance` runs in Python, and a parsed tree holds only the concrete classes.
+        if type(statement) is cst.SimpleStatementLine:
             return self.exec_small_statements(statement.body, state)
-        if isinstance(statement, cst.If):
+        if type(statement) is cst.If:
             return self.exec_if(statement, state)
-        if isinstance(statement, (cst.For, cst.While)):
+        if type(statement) is cst.For or type(statement) is cst.While:
             return self.exec_loop(statement, state)
-        if isinstance(statement, cst.With):
+        if type(statement) is cst.With:
             return self.exec_with(statement, state)
-        if isinstance(statement, (cst.Try, cst.TryStar)):
+        if type(statement) is cst.Try or type(statement) is cst.TryStar:
             return self.exec_try(statement, state)
-        if isinstance(statement, cst.Match):
+        if type(statement) is cst.Match:
             return self.exec_match(statement, state)
-        if isinstance(statement, cst.FunctionDef):
+        if type(statement) is cst.FunctionDef:
             state.env[statement.name.value] = Func(statement.name.value, ref=self.ctx.function_ref(statement, None))
         return state  # nested class: analysed on its own
 
     def exec_small(self, small: cst.BaseSmallStatement, state: State) -> State:
-        if isinstance(small, cst.Assign):
+        if type(small) is cst.Assign:
             value = self.eval(small.value, state)
             for target in small.targets:
                 self.assign(target.target, value, state, small)
-        elif isinstance(small, cst.AnnAssign):
+        elif type(small) is cst.AnnAssign:
             if small.value is not None:
                 self.assign(small.target, self.eval(small.value, state), state, small)
-        elif isinstance(small, cst.AugAssign):
+        elif type(small) is cst.AugAssign:
             self.exec_augassign(small, state)
-        elif isinstance(small, cst.Expr):
+        elif type(small) is cst.Expr:
             self.eval_statement_expression(small.value, state)
         elif isinstance(small, cst.Return):
             self.on_return(self.eval(small.value, state) if small.value is not None else Const(None), small, state)
@@ -670,7 +672,7 @@ class FunctionInterpreter:
         return NOT_TENSOR
 
     def assign(self, target: cst.BaseExpression, value: Value, state: State, statement: cst.CSTNode) -> None:
-        if isinstance(target, (cst.Tuple, cst.List)):
+        if type(target) is cst.Tuple or type(target) is cst.List:
             value = collapse(value) if not isinstance(value, Choice) else value
             for index, element in enumerate(element.value for element in target.elements):
                 if isinstance(element, cst.StarredElement):
@@ -681,7 +683,7 @@ class FunctionInterpreter:
                 else:
                     self.assign(element, item_of(value, index), state, statement)
             return
-        if isinstance(target, cst.Subscript):
+        if type(target) is cst.Subscript:
             base = self.eval(target.value, state)
             self.eval_slices(target, state)
             if is_tensor(base) and not string_index(target) and not self.slot_of_opaque(base, target, state):
@@ -804,10 +806,10 @@ class FunctionInterpreter:
 
     def branch(self, test: cst.BaseExpression, state: State) -> tuple[State | None, State | None]:
         """The states in which `test` holds and fails (None: that side cannot happen)."""
-        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
             holds, fails = self.branch(test.expression, state)
             return fails, holds
-        if isinstance(test, cst.BooleanOperation):
+        if type(test) is cst.BooleanOperation:
             left_holds, left_fails = self.branch(test.left, state)
             if isinstance(test.operator, cst.And):
                 right_holds, right_fails = (
@@ -1062,9 +1064,9 @@ class FunctionInterpreter:
             return NOT_TENSOR
         if type(expr) is cst.Subscript:
             return self.eval_subscript(expr, state)
-        if isinstance(expr, (cst.Integer, cst.Float)):
+        if type(expr) is cst.Integer or type(expr) is cst.Float:
             return Const(evaluated_literal(expr.value), origin=expr, origin_path=self.ctx.path)
-        if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
+        if type(expr) is cst.SimpleString or type(expr) is cst.ConcatenatedString:
             evaluated = evaluated_literal(expr.value) if isinstance(expr, cst.SimpleString) else expr.evaluated_value
             return (
                 Const(evaluated, origin=expr, origin_path=self.ctx.path) if isinstance(evaluated, str) else NOT_TENSOR

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import libcst as cst
 
@@ -116,23 +116,32 @@ def statements(
             yield from statements(block, block_owner)
 
 
+# Statement walks compare exact types: LibCST's classes are ABCs, whose `isinstance` runs in
+# Python, and a parsed tree holds only the concrete classes.
+_SUITES = frozenset({cst.IndentedBlock, cst.SimpleStatementSuite})
+
+
 def _blocks(node: cst.CSTNode) -> list[tuple[Sequence[cst.CSTNode], cst.ClassDef | None]]:
-    if isinstance(node, cst.ClassDef):
+    if type(node) is cst.SimpleStatementLine:
+        return []
+    if type(node) is cst.ClassDef:
         return [(_body(node.body), node)]
     blocks: list[tuple[Sequence[cst.CSTNode], cst.ClassDef | None]] = []
     for attribute in ("body", "orelse", "finalbody"):
         block = getattr(node, attribute, None)
-        if isinstance(block, cst.If):
+        if type(block) is cst.If:
             blocks.append(([block], None))
-        elif isinstance(block, (cst.BaseSuite, cst.Else, cst.Finally)):
-            blocks.append((_body(block if isinstance(block, cst.BaseSuite) else block.body), None))
+        elif type(block) in _SUITES:
+            blocks.append((_body(cast(cst.BaseSuite, block)), None))
+        elif type(block) is cst.Else or type(block) is cst.Finally:
+            blocks.append((_body(block.body), None))
     for part in (*getattr(node, "handlers", ()), *getattr(node, "cases", ())):
         blocks.append((_body(part.body), None))
     return blocks
 
 
 def _body(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
-    if isinstance(suite, cst.IndentedBlock):
+    if type(suite) is cst.IndentedBlock:
         return suite.body
     assert isinstance(suite, cst.SimpleStatementSuite)  # the only other suite
     return (cst.SimpleStatementLine(suite.body),)

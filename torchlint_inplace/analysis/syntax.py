@@ -76,7 +76,7 @@ def names_read(expr: cst.CSTNode) -> set[str]:
     stack: list[cst.CSTNode] = [expr]
     while stack:
         node = stack.pop()
-        name = dotted(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
+        name = dotted(node) if type(node) is cst.Name or type(node) is cst.Attribute else None
         if name is not None:
             found.add(name)
         stack.extend(child_nodes(node))
