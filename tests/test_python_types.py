@@ -56,9 +56,11 @@ PROJECT = Klass("Block", ref=ClassInfo("Block", ("torch.nn.Module",), BLOCK, "m.
         (Const(None), [STR], False),
         (Partial(RELU), [PARTIAL], True),
         (Partial(RELU), [TYPE, STR], False),
-        (DictVal(), [Func("dict", qualname="builtins.dict")], True),
-        (Const("relu"), [PROJECT], False),  # a constant is never an instance of a project class
-        # Not answered: the value's type is unknown, or a kind the analysis cannot name.
+        # Not answered: a dict value may be a `SimpleNamespace` or a config object, and a
+        # project class may be an enum whose members are constants.
+        (DictVal(), [Func("dict", qualname="builtins.dict")], None),
+        (DictVal(), [Klass("SimpleNamespace", "types.SimpleNamespace")], None),
+        (Const("relu"), [PROJECT], None),
         (Sym("act"), [STR], None),
         (Val(fresh_storage()), [STR], None),
         (NOT_TENSOR, [STR], None),

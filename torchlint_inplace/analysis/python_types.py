@@ -12,32 +12,19 @@ from __future__ import annotations
 
 from .values import NOT_TENSOR, Const, DictVal, Func, Klass, Partial, Val, Value, fresh_id, options_of
 
-# `isinstance` kinds whose instances the analysis can tell from a construction value, by the
-# qualname their name evaluates to (`str` is `Func("str", "builtins.str")`).
+# `isinstance` kinds named by a builtin's qualname (`str` is `Func("str", "builtins.str")`); the
+# other kinds the analysis can name are classes (`Klass`): torch's, `functools.partial`.
 _BUILTIN_KINDS = frozenset(
     f"builtins.{name}"
     for name in ("str", "int", "float", "bool", "complex", "bytes", "type", "dict", "list", "tuple", "set", "frozenset")
-) | frozenset(
-    {
-        "types.FunctionType",
-        "types.LambdaType",
-        "types.MethodType",
-        "types.BuiltinFunctionType",
-        "functools.partial",
-        "torch.Tensor",
-        "torch.nn.Module",
-    }
-)
+) | frozenset({"types.FunctionType", "types.LambdaType", "types.MethodType", "types.BuiltinFunctionType"})
 
 
 def kind_of(kind: Value) -> str | None:
-    """The qualname an `isinstance` kind stands for (a project class: `project:` and its name),
-    or None if the analysis cannot tell what it is. No construction value is an instance of a
-    project class: constants, classes, functions and partials are Python's own types."""
+    """The qualname an `isinstance` kind stands for, or None if the analysis cannot tell what it
+    is. A project class is not named: an enum's member is a constant and an instance of it."""
     if isinstance(kind, Klass):
-        if kind.qualname is not None:
-            return kind.qualname
-        return f"project:{kind.ref.name}" if kind.ref is not None else None
+        return kind.qualname
     if isinstance(kind, Func) and kind.qualname in _BUILTIN_KINDS:
         return kind.qualname
     return None
@@ -54,9 +41,7 @@ def types_of(value: Value) -> frozenset[str] | None:
         return frozenset({"functools.partial"})
     if isinstance(value, Func) and value.ref is not None:
         return frozenset({"types.MethodType" if value.bound is not None else "types.FunctionType", "types.LambdaType"})
-    if isinstance(value, DictVal):
-        return frozenset({"builtins.dict"})
-    return None
+    return None  # a dict value may be a `SimpleNamespace`, an `argparse.Namespace`, a config object
 
 
 _CONSTANT_TYPES = {
