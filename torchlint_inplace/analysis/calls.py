@@ -23,7 +23,7 @@ from .instances import submodules
 from .model import Form
 from .modules import ModuleFactory
 from .python_types import class_name, isinstance_of_known, partial_attribute
-from .state import SaveRecord, State, merge_states
+from .state import SaveRecord, State
 from .summaries import ParamWrite, Slot, Summary
 from .syntax import if_tests_around, literal, names_read
 from .training import TrainingLoop, looks_like_optimizer
@@ -189,8 +189,7 @@ class CallEvaluator:
             finally:
                 self.i.extra = outer
             states.append(branch)
-        merged_state = merge_states(states, [value for _, value in results])
-        state.__dict__.update(merged_state.__dict__)
+        state.adopt(states, [value for _, value in results])
         merged: Value | None = None
         for condition, value in results:
             merged = value if merged is None else merge_values(merged, value, condition, frozenset())
@@ -859,11 +858,10 @@ class CallEvaluator:
             return False
         # Walked once per function, not per call: torchvision's box conversions, called with
         # `inplace=True`, asked 1,014 times for one file.
-        key = ("if-tests", summary.path, id(summary.node))
-        around = cast("dict[int, frozenset[str]] | None", self.i.project.recall(key))
-        if around is None:
-            around = if_tests_around(summary.node)
-            self.i.project.remember(key, around, frozenset({summary.path}))
+        node = summary.node
+        around = self.i.project.learn(
+            ("if-tests", summary.path, id(node)), lambda: if_tests_around(node), lambda _: {summary.path}
+        )
         return not around.get(id(write.site.node), frozenset()).isdisjoint(flags)
 
     def inplace_flag(self, short: str, args: Args) -> Condition | None:

@@ -129,10 +129,7 @@ class Engine:
     def module_level(self, ctx: FileContext, name: str) -> Value:
         """A module-level name read by a function: its last top-level value, evaluated once."""
         key = ("global", key_of(ctx.path), name, id(ctx.module))
-        known = self.project.recall(key)
-        if known is not None:
-            return known  # type: ignore[return-value]
-        if (ctx.path, name) in self._evaluating:
+        if (ctx.path, name) in self._evaluating:  # not in the memo while it is being evaluated
             return NOT_TENSOR
         self._evaluating.add((ctx.path, name))
         try:
@@ -179,13 +176,11 @@ class Engine:
             if _is_property(method.node) and bound is not None:
                 return NOT_TENSOR
             return Func(attr, ref=method, bound=None if method.is_static else bound)
-        key = ("class attribute", id(info), key_of(info.path), attr)
-        known = self.project.recall(key)
-        if known is not None:
-            return known  # type: ignore[return-value]
         owners = self.mro(info)
         return self.project.learn(
-            key, lambda: self.class_attribute(owners, attr), lambda _: (key_of(owner.path) for owner in owners)
+            ("class attribute", id(info), key_of(info.path), attr),
+            lambda: self.class_attribute(owners, attr),
+            lambda _: (key_of(owner.path) for owner in owners),
         )
 
     def class_attribute(self, owners: list[ClassInfo], attr: str) -> Value:
@@ -204,12 +199,10 @@ class Engine:
 
     def mro(self, info: ClassInfo) -> list[ClassInfo]:
         """The project classes `info` inherits from, itself first (depth first, as written)."""
-        key = ("mro", id(info), key_of(info.path))
-        known = self.project.recall(key)
-        if known is not None:
-            return known  # type: ignore[return-value]
         return self.project.learn(
-            key, lambda: self.find_mro(info), lambda owners: (key_of(owner.path) for owner in owners)
+            ("mro", id(info), key_of(info.path)),
+            lambda: self.find_mro(info),
+            lambda owners: (key_of(owner.path) for owner in owners),
         )
 
     def find_mro(self, info: ClassInfo) -> list[ClassInfo]:
@@ -387,9 +380,6 @@ class Engine:
         if default is None:
             return Sym(name)
         key = ("default", key_of(ctx.path), id(param))  # evaluated once, as Python does
-        known = self.project.recall(key)
-        if known is not None:
-            return known  # type: ignore[return-value]
         return self.project.learn(
             key, lambda: _configuration(name, self.evaluate_once(ctx, default)), lambda _: {key_of(ctx.path)}
         )

@@ -1082,10 +1082,9 @@ class FunctionInterpreter:
             body = self.eval(expr.body, holds) if holds is not None else None
             orelse = self.eval(expr.orelse, fails) if fails is not None else None
             value = _merged_value(body, orelse, holds, fails, state)
-            if any(path is not None and path is not state for path in (holds, fails)):
-                # what either side recorded (`torch.sigmoid(x) if c else x`: its save) lives on
-                paths = [path for path in (holds, fails) if path is not None]
-                state.__dict__.update(merge_states(paths, [value]).__dict__)
+            paths = [path for path in (holds, fails) if path is not None]
+            if any(path is not state for path in paths):
+                state.adopt(paths, [value])  # what a side recorded (`torch.sigmoid(x) if c else x`: its save) lives on
             return value
         if type(expr) is cst.NamedExpr:
             value = self.eval(expr.value, state)

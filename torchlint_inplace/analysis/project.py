@@ -278,8 +278,11 @@ class Project:
         return value
 
     def learn(self, key: object, compute: Callable[[], T], files: Callable[[T], Iterable[str]]) -> T:
-        """`compute()`, remembered under `key` with the files `files` names for its value and
-        every file the computation read."""
+        """What the memo holds under `key`, else `compute()`, remembered with the files `files`
+        names for its value and every file the computation read."""
+        known = self.recall(key)
+        if known is not None:
+            return cast(T, known)
         with self.reading() as read:
             value = compute()
         self.remember(key, value, frozenset(files(value)) | read)

@@ -130,6 +130,10 @@ class State:
         for storage in val.storages:
             self.saves[storage] = self.saves.get(storage, frozenset()) | {record}
 
+    def adopt(self, paths: list[State], held: Sequence[Value] = ()) -> None:
+        """Becomes the state where `paths`, copies of it that ran apart, meet (`merge_states`)."""
+        self.__dict__.update(merge_states(paths, held).__dict__)
+
     def assume(self, assumption: Assumption) -> None:
         self.assumed[assumption.key] = assumption
 
