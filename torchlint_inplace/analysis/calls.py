@@ -294,6 +294,9 @@ class CallEvaluator:
         return NOT_TENSOR
 
     def module_attribute(self, module: Module, attr: str) -> Value:
+        setting = module.setting(attr)  # a torch module's table settings, a dataclass's fields as passed
+        if setting is not None:
+            return setting
         if module.instance is not None:
             found = module.instance.attr(attr)
             if found is not None:
@@ -305,8 +308,7 @@ class CallEvaluator:
             return Val(module.params, Grad.LEAF, origin=module.origin)
         if attr == "inplace":
             return Const(module.writes is not None)
-        setting = module.setting(attr)
-        return setting if setting is not None else NOT_TENSOR
+        return NOT_TENSOR
 
     # ----------------------------------------------------------------- classes
 
@@ -1212,6 +1214,11 @@ class CallEvaluator:
                 self.materialize(value.rest, summary, resolve, mapping, args, state) if value.rest is not None else None
             )
             return DictVal(entries, rest, fresh_id() if value.cell is not None else None)
+        if isinstance(value, Module) and value.config:
+            config = tuple(
+                (name, self.materialize(item, summary, resolve, mapping, args, state)) for name, item in value.config
+            )
+            return replace(value, config=config)
         if not isinstance(value, Val):
             return value
         items = (

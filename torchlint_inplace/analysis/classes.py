@@ -24,6 +24,9 @@ class ClassInfo:
     node: cst.ClassDef
     path: str
     methods: dict[str, cst.FunctionDef] = field(default_factory=dict)
+    # A dataclass's fields that its generated `__init__` stores as passed (`dataclass_init`):
+    # each instance holds the caller's own values there, not the memoised instance's.
+    fields: tuple[str, ...] = ()
 
     @property
     def is_autograd_function(self) -> bool:

@@ -55,6 +55,7 @@ from .values import (
     fresh_id,
     fresh_storage,
     options_of,
+    tensors_in,
 )
 
 if TYPE_CHECKING:
@@ -478,6 +479,7 @@ class Engine:
             items=instance.container.items if kind is not None and instance.container is not None else None,
             instance=instance,
             params=instance.params,
+            config=_passed_fields(init, binding) if init is not None else (),
             origin=call,
         )
 
@@ -750,7 +752,22 @@ def _fresh(value: Value) -> Value:
         )
     if isinstance(value, Choice):
         return Choice(tuple((condition, _fresh(option)) for condition, option in value.options))
+    if isinstance(value, Module) and value.config:
+        return replace(value, config=tuple((name, _fresh(item)) for name, item in value.config))
     return value
+
+
+def _passed_fields(init: FunctionRef, binding: Binding) -> tuple[tuple[str, Value], ...]:
+    """The tensors a dataclass was built with, as this site passed them: the memoised instance
+    holds those of the first site that built one alike (`EncoderOutput(logits=h)` returned by
+    each forward with its own `h`)."""
+    if init.cls is None or init.node is not init.cls.methods.get("__init__"):
+        return ()
+    return tuple(
+        (name, binding.values[name])
+        for name in init.cls.fields
+        if name in binding.values and tensors_in(binding.values[name])
+    )
 
 
 def _abstract(value: Value, coarse: bool = False) -> object:

@@ -24,6 +24,7 @@ import libcst as cst
 from .. import layout, source
 from ..diagnostics import Span
 from .classes import ClassInfo, FunctionRef
+from .dataclass_init import dataclass_decorator, generated_init, nodes_of
 from .imports import Imports, dotted
 from .positions import Positions, positions_of
 from .reparse import Parsed, reparse
@@ -82,6 +83,11 @@ class FileContext:
     # The methods another method of their class names (`engine._called_by_siblings`): the file
     # is analysed again as a caller of each file it imports, and each time read whole.
     called_by_siblings: set[int] | None = None
+    # The nodes of the `__init__`s written for dataclasses (`dataclass_init`), which are not in
+    # the tree, each to the decorator where what is found in them is shown.
+    generated_at: dict[cst.CSTNode, cst.CSTNode] = field(default_factory=dict)
+    # Each dataclass (by id of its node) with its dataclass bases of this file, furthest first.
+    dataclass_chains: dict[int, list[ClassInfo]] = field(default_factory=dict)
     # Whether each module-level function (by id) only builds, as an entry point (`builders`).
     builders: dict[int, bool] = field(default_factory=dict)
 
@@ -89,7 +95,12 @@ class FileContext:
         """Positions are computed for the whole module, once, when a finding first needs one."""
         if self._positions is None:
             self._positions = positions_of(self.module)
-        return self._positions[node]
+        try:
+            return self._positions[node]
+        except KeyError:
+            if node not in self.generated_at:
+                raise
+            return self._positions[self.generated_at[node]]
 
     def code_of(self, node: cst.CSTNode) -> str:
         code = self._code.get(node)
@@ -140,6 +151,39 @@ def _blocks(node: cst.CSTNode) -> list[tuple[Sequence[cst.CSTNode], cst.ClassDef
     return blocks
 
 
+# Bases that give a dataclass no fields: `Generic[T]`, `ABC`, `object`.
+_FIELDLESS_BASES = frozenset({"object", "abc", "typing", "typing_extensions", "torch"})
+
+
+def _add_dataclass_init(ctx: FileContext, info: ClassInfo) -> None:
+    """A dataclass's generated `__init__`, as a method (`dataclass_init`): its bases of this
+    file are indexed before it, as Python defines them."""
+    decorator = dataclass_decorator(info.node, ctx.imports.qualname)
+    if decorator is None or "__init__" in info.methods:
+        return
+    chain: list[ClassInfo] | None = []
+    for arg in info.node.bases:
+        head = arg.value.value if isinstance(arg.value, cst.Subscript) else arg.value
+        name = dotted(head) if arg.keyword is None else None
+        base = ctx.classes.get(name) if name is not None else None
+        if base is not None and chain is not None:
+            chain.extend(owner for owner in ctx.dataclass_chains.get(id(base.node), ()) if owner not in chain)
+        elif base is None and (ctx.imports.qualname(head) or name or "").split(".")[0] not in _FIELDLESS_BASES:
+            chain = None  # a base elsewhere may be a dataclass with fields that come first
+    ctx.dataclass_chains[id(info.node)] = [*(chain or []), info]
+    post_init = any("__post_init__" in owner.methods for owner in [*(chain or []), info])
+    init, info.fields = generated_init(
+        info.node,
+        decorator,
+        [owner.node for owner in chain] if chain is not None else None,
+        post_init,
+        ctx.imports.qualname,
+    )
+    info.methods["__init__"] = init
+    for node in nodes_of(init):
+        ctx.generated_at.setdefault(node, decorator)
+
+
 def _body(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
     if type(suite) is cst.IndentedBlock:
         return suite.body
@@ -172,6 +216,7 @@ def index_module(path: str, module: cst.Module) -> FileContext:
             if isinstance(statement, cst.FunctionDef):
                 info.methods[statement.name.value] = statement
         ctx.class_nodes[id(node)] = info
+        _add_dataclass_init(ctx, info)
         if id(node) in top_level or node.name.value not in ctx.classes:
             ctx.classes[info.name] = info
     ctx.bodies = [(node, ctx.class_nodes.get(id(owner)) if owner is not None else None) for node, owner in functions]

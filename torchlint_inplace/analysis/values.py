@@ -432,6 +432,8 @@ def tensors_in(value: Value | None) -> list[Val]:
         return [tensor for _, option in value.options for tensor in tensors_in(option)]
     if isinstance(value, DictVal):
         return [tensor for item in value.values() for tensor in tensors_in(item)]
+    if isinstance(value, Module):
+        return [tensor for _, item in value.config for tensor in tensors_in(item)]  # a dataclass's fields
     if not isinstance(value, Val):
         return []
     found = [value] if value.is_tensor else []
@@ -458,6 +460,8 @@ def with_graph(value: Value, graph: frozenset[int]) -> Value:
         return replace(value, items=tuple(with_graph(item, graph) for item in value.items))
     if isinstance(value, Choice):
         return Choice(tuple((condition, with_graph(option, graph)) for condition, option in value.options))
+    if isinstance(value, Module) and value.config:
+        return replace(value, config=tuple((name, with_graph(item, graph)) for name, item in value.config))
     return value
 
 
