@@ -1048,6 +1048,8 @@ class CallEvaluator:
                 value = collapse(value)
                 if isinstance(value, DictVal):
                     value = value.get(step) or NOT_TENSOR
+                elif isinstance(value, Module) and isinstance(step, str):
+                    value = value.setting(step) or NOT_TENSOR
                 elif isinstance(value, Val) and value.items is not None and isinstance(step, int):
                     value = value.items[step] if step < len(value.items) else element_of(value)
                 else:

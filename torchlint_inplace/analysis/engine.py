@@ -761,7 +761,7 @@ def _passed_fields(init: FunctionRef, binding: Binding) -> tuple[tuple[str, Valu
     """The tensors a dataclass was built with, as this site passed them: the memoised instance
     holds those of the first site that built one alike (`EncoderOutput(logits=h)` returned by
     each forward with its own `h`)."""
-    if init.cls is None or init.node is not init.cls.methods.get("__init__"):
+    if init.cls is None:
         return ()
     return tuple(
         (name, binding.values[name])

@@ -140,6 +140,7 @@ _POSITIVE = {"!=": "==", "is not": "is", "not in": "in"}
 _COMMUTATIVE = frozenset({"mul", "add"})
 _MAX_LOOP_NESTING = 3
 _MAX_UNROLLED = 16  # items of a known container a loop runs through one by one
+_MAX_EXACT_OPTIONS = 4  # lists a comprehension over a display may build, its filters left open
 MAX_CALL_DEPTH = 12
 _EVERYTHING: frozenset[int] = frozenset({-1})  # top-level code: whatever it computed may be backwarded
 
@@ -1266,6 +1267,8 @@ class FunctionInterpreter:
         if isinstance(base, Val) and base.items is not None and len(expr.slice) == 1:
             if isinstance(key, Const) and isinstance(key.value, int):
                 return item_of(base, key.value)
+            if isinstance(key, Const) and isinstance(key.value, str):
+                return NOT_TENSOR  # a tuple indexed by a name raises: the value is not this option
             if isinstance(expr.slice[0].slice, cst.Slice):
                 kept = self.known_slice(expr.slice[0].slice, state)  # `rep[1:]`: the items it keeps
                 return replace(base, cell=None, items=base.items[kept] if kept is not None else base.items)
@@ -1378,7 +1381,11 @@ class FunctionInterpreter:
     def eval_comprehension(
         self, expr: cst.ListComp | cst.GeneratorExp | cst.SetComp | cst.DictComp, state: State
     ) -> Value:
-        """A homogeneous list: its element evaluated once, with the loop names bound (then restored)."""
+        """A homogeneous list: its element evaluated once, with the loop names bound (then restored);
+        over a display, the list it builds (`exact_comprehension`)."""
+        exact = self.exact_comprehension(expr, state)
+        if exact is not None:
+            return exact
         outer = dict(state.env)
         clause: cst.CompFor | None = expr.for_in
         while clause is not None:
@@ -1394,6 +1401,43 @@ class FunctionInterpreter:
             element = self.eval(expr.elt, state)
         state.env = outer
         return Val(items=(element,), cell=fresh_id())
+
+    def exact_comprehension(
+        self, expr: cst.ListComp | cst.GeneratorExp | cst.SetComp | cst.DictComp, state: State
+    ) -> Value | None:
+        """`tuple(v for v in [hidden, pooled, attentions] if v is not None)`, transformers' way of
+        returning what was computed: over a display, the element is evaluated per item, and a
+        filter Python would decide keeps or drops it, so `outputs[1]` is `pooled`, not any of
+        the three. A filter left open forks the result (up to _MAX_EXACT_OPTIONS lists); beyond
+        that, or over anything but a display, the list is homogeneous."""
+        clause = expr.for_in
+        iterable = clause.iter
+        if (
+            isinstance(expr, cst.DictComp)
+            or clause.inner_for_in is not None
+            or not isinstance(iterable, (cst.List, cst.Tuple))
+            or len(iterable.elements) > _MAX_UNROLLED
+            or any(isinstance(element, cst.StarredElement) for element in iterable.elements)
+        ):
+            return None
+        items = [self.eval(element.value, state) for element in iterable.elements]
+        outer = dict(state.env)
+        options: list[tuple[Value, ...]] = [()]
+        evaluated: list[Value] = []
+        for item in items:
+            self.assign(clause.target, item, state, expr)
+            verdicts = {_truth(self.eval(condition.test, state)) for condition in clause.ifs}
+            if False in verdicts:
+                continue
+            element = self.eval(expr.elt, state)
+            evaluated.append(element)
+            kept = [(*option, element) for option in options]
+            options = options + kept if None in verdicts else kept
+        state.env = outer
+        if len(options) > _MAX_EXACT_OPTIONS:
+            return Val(items=(merge_all(evaluated),) if evaluated else (), cell=fresh_id())
+        values = [Val(items=option, cell=fresh_id()) for option in options]
+        return values[0] if len(values) == 1 else Choice(tuple((frozenset(), value) for value in values))
 
     # ----------------------------------------------------------------- saves and writes
 

@@ -87,6 +87,10 @@ def slot_storages(value: Value, base: Slot) -> dict[int, Slot]:
         for key, item in value.entries:
             for storage, slot in slot_storages(item, (*base, key)).items():
                 found.setdefault(storage, slot)
+    elif isinstance(value, Module):
+        for name, item in value.config:  # a dataclass's fields as its building site passed them
+            for storage, slot in slot_storages(item, (*base, name)).items():
+                found.setdefault(storage, slot)
     return found
 
 
