@@ -443,19 +443,33 @@ class FunctionInterpreter:
         return merged
 
     def unrolled(self, expr: cst.BaseExpression, iterable: Value, state: State) -> list[Value]:
-        """The elements a loop binds in order, when its container's items are known and few."""
-        enumerated = isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "enumerate"
+        """The elements a loop binds in order, when its containers' items are known and few:
+        `enumerate(xs)`, `reversed(xs)` and `zip(xs, ys)` of containers alike in length too."""
+        wrapper = expr.func.value if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) else None
         container = collapse(iterable)
-        if enumerated:
-            parts = container.items if isinstance(container, Val) and container.items else ()
-            container = collapse(parts[0]) if len(parts) == 1 else NOT_TENSOR
-        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in ("zip", "reversed"):
-            return []
-        items = container.items if isinstance(container, (Val, Module)) and not is_tensor(container) else None
+        if wrapper in ("enumerate", "zip", "reversed"):
+            parts = (
+                [collapse(part) for part in container.items] if isinstance(container, Val) and container.items else []
+            )
+            known = [_items(part) for part in parts]
+            lengths = {len(items) for items in known if items is not None}
+            if not known or None in known or len(lengths) != 1 or (wrapper != "zip" and len(known) != 1):
+                return []
+            columns = cast("list[tuple[Value, ...]]", known)
+            if wrapper == "enumerate":
+                items: tuple[Value, ...] | None = tuple(
+                    Val(items=(Const(i), item)) for i, item in enumerate(columns[0])
+                )
+            elif wrapper == "reversed":
+                items = tuple(reversed(columns[0]))
+            else:
+                items = tuple(Val(items=row) for row in zip(*columns, strict=True))
+        else:
+            items = _items(container)
         limit = _MAX_UNROLLED * 4 if self.constructing else _MAX_UNROLLED  # construction handles no tensors: cheap
         if items is None or not 2 <= len(items) <= limit or self.loop_depth >= 2:
             return []
-        return [Val(items=(Const(index), item)) if enumerated else item for index, item in enumerate(items)]
+        return list(items)
 
     def counts_up(self, iterable: cst.BaseExpression, state: State) -> bool:
         """`range(n)` with a known positive count runs at least once."""
@@ -1331,6 +1345,9 @@ class FunctionInterpreter:
                 isinstance(side := collapse(v), Val) and side.items is not None for v in (left, right)
             ):
                 return self.calls.extended(left, right)  # list + list
+            repeated = _repeated(expr, collapse(left), collapse(right))
+            if repeated is not None:
+                return repeated
             return self.combine(left, right, expr.operator, expr)
         left, right = collapse(left), collapse(right)
         op, symbol = _BINARY_OPS.get(type(expr.operator), (None, ""))
@@ -1381,19 +1398,22 @@ class FunctionInterpreter:
     def eval_comprehension(
         self, expr: cst.ListComp | cst.GeneratorExp | cst.SetComp | cst.DictComp, state: State
     ) -> Value:
-        """A homogeneous list: its element evaluated once, with the loop names bound (then restored);
-        over a display, the list it builds (`exact_comprehension`)."""
-        exact = self.exact_comprehension(expr, state)
-        if exact is not None:
-            return exact
+        """A homogeneous list: its element evaluated once, with the loop names bound (then
+        restored); over a container whose items a loop would run through, the list it builds."""
         outer = dict(state.env)
         clause: cst.CompFor | None = expr.for_in
+        iterable = self.eval_iterable(expr.for_in.iter, state)
+        if not isinstance(expr, cst.DictComp) and expr.for_in.inner_for_in is None:
+            items = self.unrolled(expr.for_in.iter, iterable, state)
+            if items:
+                return self.exact_comprehension(expr, items, state)
         while clause is not None:
-            iterable = self.eval_iterable(clause.iter, state)
             self.assign(clause.target, self.iteration_element(clause.iter, iterable, state), state, expr)
             for condition in clause.ifs:
                 self.eval(condition.test, state)
             clause = clause.inner_for_in
+            if clause is not None:
+                iterable = self.eval_iterable(clause.iter, state)
         if isinstance(expr, cst.DictComp):
             self.eval(expr.key, state)
             element = self.eval(expr.value, state)
@@ -1403,30 +1423,19 @@ class FunctionInterpreter:
         return Val(items=(element,), cell=fresh_id())
 
     def exact_comprehension(
-        self, expr: cst.ListComp | cst.GeneratorExp | cst.SetComp | cst.DictComp, state: State
-    ) -> Value | None:
+        self, expr: cst.ListComp | cst.GeneratorExp | cst.SetComp, items: list[Value], state: State
+    ) -> Value:
         """`tuple(v for v in [hidden, pooled, attentions] if v is not None)`, transformers' way of
-        returning what was computed: over a display, the element is evaluated per item, and a
-        filter Python would decide keeps or drops it, so `outputs[1]` is `pooled`, not any of
-        the three. A filter left open forks the result (up to _MAX_EXACT_OPTIONS lists); beyond
-        that, or over anything but a display, the list is homogeneous."""
-        clause = expr.for_in
-        iterable = clause.iter
-        if (
-            isinstance(expr, cst.DictComp)
-            or clause.inner_for_in is not None
-            or not isinstance(iterable, (cst.List, cst.Tuple))
-            or len(iterable.elements) > _MAX_UNROLLED
-            or any(isinstance(element, cst.StarredElement) for element in iterable.elements)
-        ):
-            return None
-        items = [self.eval(element.value, state) for element in iterable.elements]
+        returning what was computed, and `nn.ModuleList(nn.Linear(n, k) for n, k in zip(ins,
+        outs))`: the element is evaluated per item, and a filter Python would decide keeps or
+        drops it, so `outputs[1]` is `pooled`, not any of the three. A filter left open forks the
+        result (up to _MAX_EXACT_OPTIONS lists); beyond that the list is homogeneous."""
         outer = dict(state.env)
         options: list[tuple[Value, ...]] = [()]
         evaluated: list[Value] = []
         for item in items:
-            self.assign(clause.target, item, state, expr)
-            verdicts = {_truth(self.eval(condition.test, state)) for condition in clause.ifs}
+            self.assign(expr.for_in.target, item, state, expr)
+            verdicts = {_truth(self.eval(condition.test, state)) for condition in expr.for_in.ifs}
             if False in verdicts:
                 continue
             element = self.eval(expr.elt, state)
@@ -1839,6 +1848,28 @@ def _grad_test(test: cst.BaseExpression) -> tuple[cst.BaseExpression, str, bool]
         ):
             return test.left.value, "grad_fn", isinstance(comparison.operator, cst.Is)
     return None
+
+
+def _repeated(expr: cst.BinaryOperation, left: Value, right: Value) -> Val | None:
+    """`[hidden_dim] * (num_layers - 1)`: a display repeated a known number of times, the list
+    of widths an MLP's layers are built from."""
+    if (
+        isinstance(expr.operator, cst.Multiply)
+        and isinstance(expr.left, (cst.List, cst.Tuple))
+        and not any(isinstance(element, cst.StarredElement) for element in expr.left.elements)
+        and isinstance(left, Val)
+        and left.items is not None
+        and isinstance(right, Const)
+        and type(right.value) is int
+        and 0 <= right.value * len(left.items) <= _MAX_UNROLLED
+    ):
+        return Val(items=left.items * right.value, cell=fresh_id() if isinstance(expr.left, cst.List) else None)
+    return None
+
+
+def _items(value: Value) -> tuple[Value, ...] | None:
+    """A container's items (a list, tuple or torch container), None for anything else."""
+    return value.items if isinstance(value, (Val, Module)) and not is_tensor(value) else None
 
 
 def _truth(value: Value) -> bool | None:
