@@ -195,3 +195,43 @@ def test_a_run_recalled_from_the_memo_still_counts_the_files_it_read(tmp_path) -
     assert scale in first.dependencies
     assert scale in second.dependencies
     assert [m.form for m in first.mutations] == [m.form for m in second.mutations]
+
+
+OPTIONAL_OUTPUTS = """\
+import torch
+
+
+def outputs(x: torch.Tensor, {params}):
+    x.add_(1)
+    return tuple(v for v in [{names}] if v is not None)
+"""
+
+
+def _returned(count: int) -> object:
+    """What `outputs` returns when nobody calls it: each argument may be None or not."""
+    names = [f"o{i}" for i in range(count)]
+    source = OPTIONAL_OUTPUTS.format(params=", ".join(f"{name}=None" for name in names), names=", ".join(names))
+    project = analysis.Project()
+    module = cst.parse_module(source)
+    analysis.analyze(module, "/tmp/outputs.py", project)
+    node = next(s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == "outputs")
+    returned = [
+        value.returned
+        for key, value in project.memo.items()
+        if isinstance(key, tuple) and key[:1] == ("run",) and key[2] == id(node)
+    ]
+    assert len(returned) == 1
+    return returned[0]
+
+
+def test_a_comprehension_forks_on_open_filters_a_bounded_number_of_times() -> None:
+    """Each item whose `is not None` is open doubles the lists a comprehension may build: two
+    open items give four lists; sixteen give one homogeneous list, not 65,536 (a worker of a
+    transformers run grew to 23 GB before the bound was applied during the loop)."""
+    from torchlint_inplace.analysis.values import Choice, Val
+
+    forked = _returned(2)
+    assert isinstance(forked, Choice)
+    assert sorted(len(option.items) for _, option in forked.options) == [0, 1, 1, 2]  # type: ignore[union-attr]
+    homogeneous = _returned(16)
+    assert isinstance(homogeneous, Val) and homogeneous.items is not None and len(homogeneous.items) == 1

@@ -609,16 +609,9 @@ class CallEvaluator:
         if name == "isinstance" and len(args.positional) >= 2:
             return self.isinstance_of(args.positional[0], args.positional[1])
         if name in ("list", "tuple") and first is not None:
-            value = collapse(first)
-            if isinstance(value, (Val, Module)) and value.items is not None and not is_tensor(value):
-                return Val(items=tuple(value.items), cell=fresh_id() if name == "list" else None)
-            if isinstance(value, Params):
-                return Val(items=(element_of(value),), cell=fresh_id() if name == "list" else None)
-            if is_tensor(value):
-                return Val(items=(element_of(value),), cell=fresh_id() if name == "list" else None)
-            return (
-                Val(items=(element_of(value),), cell=fresh_id()) if element_of(value) is not NOT_TENSOR else NOT_TENSOR
-            )
+            # per option: `tuple(v for v in outputs if v is not None)` may build lists of each length
+            converted = [(condition, _sequence(name, option)) for condition, option in options_of(first)]
+            return converted[0][1] if len(converted) == 1 else Choice(tuple(converted))
         if name in ("list", "tuple"):
             return Val(items=(), cell=fresh_id() if name == "list" else None)
         if name == "dict":
@@ -1298,6 +1291,16 @@ class CallEvaluator:
             if expr is not None and name in params:
                 texts[name] = self.i.ctx.code_of(expr)
         return texts
+
+
+def _sequence(name: str, value: Value) -> Value:
+    """`list(value)` or `tuple(value)` of one value (not a `Choice`)."""
+    cell = fresh_id() if name == "list" else None
+    if isinstance(value, (Val, Module)) and value.items is not None and not is_tensor(value):
+        return Val(items=tuple(value.items), cell=cell)
+    if isinstance(value, Params) or is_tensor(value):
+        return Val(items=(element_of(value),), cell=cell)
+    return Val(items=(element_of(value),), cell=fresh_id()) if element_of(value) is not NOT_TENSOR else NOT_TENSOR
 
 
 def _argument(slot: Slot) -> int:

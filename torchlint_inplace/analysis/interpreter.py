@@ -1431,7 +1431,7 @@ class FunctionInterpreter:
         drops it, so `outputs[1]` is `pooled`, not any of the three. A filter left open forks the
         result (up to _MAX_EXACT_OPTIONS lists); beyond that the list is homogeneous."""
         outer = dict(state.env)
-        options: list[tuple[Value, ...]] = [()]
+        options: list[tuple[Value, ...]] | None = [()]  # None: too many, the list is homogeneous
         evaluated: list[Value] = []
         for item in items:
             self.assign(expr.for_in.target, item, state, expr)
@@ -1440,11 +1440,13 @@ class FunctionInterpreter:
                 continue
             element = self.eval(expr.elt, state)
             evaluated.append(element)
-            kept = [(*option, element) for option in options]
-            options = options + kept if None in verdicts else kept
+            if options is not None:
+                kept = [(*option, element) for option in options]
+                options = options + kept if None in verdicts else kept
+                options = options if len(options) <= _MAX_EXACT_OPTIONS else None
         state.env = outer
-        if len(options) > _MAX_EXACT_OPTIONS:
-            return Val(items=(merge_all(evaluated),) if evaluated else (), cell=fresh_id())
+        if options is None:
+            return Val(items=(merge_all(evaluated),), cell=fresh_id())
         values = [Val(items=option, cell=fresh_id()) for option in options]
         return values[0] if len(values) == 1 else Choice(tuple((frozenset(), value) for value in values))
 
