@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from torchlint_inplace import config
+from torchlint_inplace import config, parallel, registry
 from torchlint_inplace.analysis import project
 from torchlint_inplace.api import PARALLEL_FROM, lint_paths
 from torchlint_inplace.cli import main
 from torchlint_inplace.discovery import discover
+from torchlint_inplace.linting import RunOptions
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -118,3 +120,38 @@ def test_a_file_read_as_a_caller_first_gets_the_findings_it_gets_alone(tmp_path:
     assert alone == []
     after_its_callee = lint_paths([package / "base.py", package / "model.py"], settings, jobs=1, cache=False)
     assert [f for f in after_its_callee.findings if f.path.endswith("model.py")] == alone
+
+
+HAZARD = """\
+import torch
+
+w = torch.randn(3, requires_grad=True)
+y = w.sigmoid()
+y.mul_(2)
+y.sum().backward()
+"""
+
+
+def _check_or_die(file: tuple[Path, config.Settings]) -> object:
+    """A worker that the system kills while it checks `dies.py` (as the OOM killer would)."""
+    if file[0].name == "dies.py":
+        os._exit(137)
+    return parallel._checker.check(*file)  # type: ignore[union-attr]
+
+
+def test_a_killed_worker_costs_only_its_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`multiprocessing.Pool` waited forever for a chunk whose worker was killed; now the file
+    that kills its worker is reported as not checked, and every other file is checked."""
+    for name in ("a.py", "b.py", "dies.py", "c.py", "d.py"):
+        (tmp_path / name).write_text(HAZARD)
+    monkeypatch.setattr(parallel, "_check", _check_or_die)
+    settings = config.resolve(config.Overrides(isolated=True))
+    paths = sorted(tmp_path.glob("*.py"))
+    results = list(
+        parallel.check_in_parallel([(path, settings) for path in paths], RunOptions(registry.all_rules()), 2)
+    )
+    assert [Path(result.path).name for result in results] == [path.name for path in paths]
+    codes = {Path(result.path).name: [finding.code for finding in result.findings] for result in results}
+    assert codes.pop("dies.py") == ["TIP000"]
+    assert all(found == ["TIP001"] for found in codes.values()) and len(codes) == 4
+    assert parallel.WORKER_DIED in results[[p.name for p in paths].index("dies.py")].findings[0].message

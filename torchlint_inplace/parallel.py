@@ -5,6 +5,11 @@ cache view: a callee may be summarised once per worker). Results stream back in 
 files were given, so reports do not depend on scheduling; a worker holds the syntax trees of
 the files it reads, never the whole corpus's. Workers ignore Ctrl-C: the main process alone
 answers it, and ends the pool on its way out.
+
+A worker the system kills (out of memory) costs the file it was checking, and only that file:
+`multiprocessing.Pool` would wait for its lost chunk forever (a transformers run at 596dde8 hung
+so). The first file without a result is checked again alone; if that kills its worker too, it
+is reported as not checked, and fresh workers go on with the rest.
 """
 
 from __future__ import annotations
@@ -13,13 +18,17 @@ import multiprocessing
 import os
 import signal
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from .config import Settings
+from .diagnostics import not_checked
 from .linting import Checker, FileResult, RunOptions
 
 # Files per task: small enough to balance a few huge files, large enough to amortise the pipe.
 CHUNK_SIZE = 4
+WORKER_DIED = "the process checking this file was killed (out of memory?): the file is too costly to analyse"
 
 _checker: Checker | None = None
 
@@ -33,9 +42,36 @@ def default_jobs() -> int:
 
 def check_in_parallel(files: Sequence[tuple[Path, Settings]], options: RunOptions, jobs: int) -> Iterator[FileResult]:
     """Each file's result, in the order given, from `jobs` worker processes."""
+    done = 0
+    while done < len(files):
+        try:
+            for result in _results(files[done:], options, min(jobs, len(files) - done), CHUNK_SIZE):
+                yield result
+                done += 1
+        except BrokenProcessPool:
+            path = str(files[done][0])
+            try:
+                yield from _results(files[done : done + 1], options, 1, 1)
+            except BrokenProcessPool:
+                yield FileResult(path, (not_checked(path, WORKER_DIED),))
+            done += 1
+
+
+def _results(
+    files: Sequence[tuple[Path, Settings]], options: RunOptions, jobs: int, chunk: int
+) -> Iterator[FileResult]:
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
-    with context.Pool(min(jobs, len(files)), initializer=_start_worker, initargs=(options,)) as pool:
-        yield from pool.imap(_check, files, chunksize=CHUNK_SIZE)
+    pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_start_worker, initargs=(options,))
+    finished = False
+    try:
+        yield from pool.map(_check, files, chunksize=chunk)
+        finished = True
+    finally:
+        # Ctrl-C, or a reader that stopped: the workers end now, not after the chunk they hold.
+        workers = [] if finished else list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for worker in workers:
+            worker.terminate()
 
 
 def _start_worker(options: RunOptions) -> None:

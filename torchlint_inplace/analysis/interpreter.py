@@ -140,7 +140,7 @@ _POSITIVE = {"!=": "==", "is not": "is", "not in": "in"}
 _COMMUTATIVE = frozenset({"mul", "add"})
 _MAX_LOOP_NESTING = 3
 _MAX_UNROLLED = 16  # items of a known container a loop runs through one by one
-_MAX_EXACT_OPTIONS = 4  # lists a comprehension over a display may build, its filters left open
+_MAX_EXACT_OPTIONS = 4  # lists a comprehension over known items may build, its filters left open
 MAX_CALL_DEPTH = 12
 _EVERYTHING: frozenset[int] = frozenset({-1})  # top-level code: whatever it computed may be backwarded
 
