@@ -55,6 +55,17 @@ CASES = {
             c: int = 3
             a: int = 1
         """,
+    "kw_only_base": """
+        @dataclass(frozen=True, kw_only=True)
+        class Base:
+            a: int
+            b: int = 1
+
+        @dataclass(frozen=True)
+        class C(Base):
+            c: int = 2
+            d: dict = field(default_factory=dict)
+        """,
     "init_var": """
         @dataclass
         class C:

@@ -68,11 +68,14 @@ def generated_init(
     """`def __init__(self, <fields>): self.<field> = <field>; ...; self.__post_init__(<init vars>)`,
     and the fields it stores as passed. `bases`: the dataclass bases of the same file, furthest
     first (None: one is elsewhere)."""
-    kw_only = isinstance(decorator.decorator, cst.Call) and any(
-        _is_true(arg, "kw_only") for arg in decorator.decorator.args
-    )
     fields: dict[str, _Field] = {}
     for owner in [*(bases or []), node]:
+        own = decorator if owner is node else dataclass_decorator(owner, qualname)
+        kw_only = (
+            own is not None
+            and isinstance(own.decorator, cst.Call)
+            and any(_is_true(arg, "kw_only") for arg in own.decorator.args)
+        )  # each class's own `kw_only` applies to the fields it defines
         for found in _fields(owner, kw_only, qualname):
             fields[found.name] = found  # a redefined field keeps its place, as Python's does
     positional: list[cst.Param] = []

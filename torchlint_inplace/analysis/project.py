@@ -172,13 +172,11 @@ def _add_dataclass_init(ctx: FileContext, info: ClassInfo) -> None:
             chain = None  # a base elsewhere may be a dataclass with fields that come first
     ctx.dataclass_chains[id(info.node)] = [*(chain or []), info]
     post_init = any("__post_init__" in owner.methods for owner in [*(chain or []), info])
-    init, info.fields = generated_init(
-        info.node,
-        decorator,
-        [owner.node for owner in chain] if chain is not None else None,
-        post_init,
-        ctx.imports.qualname,
-    )
+    bases = [owner.node for owner in chain] if chain is not None else None
+    try:
+        init, info.fields = generated_init(info.node, decorator, bases, post_init, ctx.imports.qualname)
+    except cst.CSTValidationError:
+        return  # fields Python itself would refuse (a required one after a default): left unread
     info.methods["__init__"] = init
     for node in nodes_of(init):
         ctx.generated_at.setdefault(node, decorator)
