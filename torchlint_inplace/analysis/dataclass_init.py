@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from .imports import dotted
+from .syntax import child_nodes
 
 _DATACLASS = frozenset({"dataclasses.dataclass", "dataclass"})
 _FIELD = frozenset({"dataclasses.field", "field"})
@@ -117,7 +118,7 @@ def nodes_of(function: cst.FunctionDef) -> list[cst.CSTNode]:
     while stack:
         node = stack.pop()
         found.append(node)
-        stack.extend(node.children)
+        stack.extend(child_nodes(node))
     return found
 
 
@@ -131,16 +132,17 @@ def _fields(node: cst.ClassDef, kw_only: bool, qualname: Callable[[cst.BaseExpre
         for small in statement.body:
             if not isinstance(small, cst.AnnAssign) or not isinstance(small.target, cst.Name):
                 continue
-            kind = qualname(_head(small.annotation.annotation)) or dotted(_head(small.annotation.annotation)) or ""
-            if kind.rsplit(".", 1)[-1] == "KW_ONLY":
+            head = _head(small.annotation.annotation)
+            kind = (qualname(head) or dotted(head) or "").rsplit(".", 1)[-1]  # `dataclasses.KW_ONLY`: "KW_ONLY"
+            if kind == "KW_ONLY":
                 kw_only = True
                 continue
-            if kind.rsplit(".", 1)[-1] == "ClassVar":
+            if kind == "ClassVar":
                 continue
             default, init, own_kw_only = small.value, True, kw_only
             if isinstance(small.value, cst.Call) and (qualname(small.value.func) or dotted(small.value.func)) in _FIELD:
                 default, init, own_kw_only = _field_call(small.value, kw_only)
-            found.append(_Field(small.target.value, default, init, own_kw_only, kind.rsplit(".", 1)[-1] == "InitVar"))
+            found.append(_Field(small.target.value, default, init, own_kw_only, kind == "InitVar"))
     return found
 
 

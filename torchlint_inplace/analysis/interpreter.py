@@ -1406,7 +1406,7 @@ class FunctionInterpreter:
         if not isinstance(expr, cst.DictComp) and expr.for_in.inner_for_in is None:
             items = self.unrolled(expr.for_in.iter, iterable, state)
             if items:
-                return self.exact_comprehension(expr, items, state)
+                return self.exact_comprehension(expr, items, outer, state)
         while clause is not None:
             self.assign(clause.target, self.iteration_element(clause.iter, iterable, state), state, expr)
             for condition in clause.ifs:
@@ -1423,14 +1423,18 @@ class FunctionInterpreter:
         return Val(items=(element,), cell=fresh_id())
 
     def exact_comprehension(
-        self, expr: cst.ListComp | cst.GeneratorExp | cst.SetComp, items: list[Value], state: State
+        self,
+        expr: cst.ListComp | cst.GeneratorExp | cst.SetComp,
+        items: list[Value],
+        outer: dict[str, Value],
+        state: State,
     ) -> Value:
         """`tuple(v for v in [hidden, pooled, attentions] if v is not None)`, transformers' way of
         returning what was computed, and `nn.ModuleList(nn.Linear(n, k) for n, k in zip(ins,
         outs))`: the element is evaluated per item, and a filter Python would decide keeps or
         drops it, so `outputs[1]` is `pooled`, not any of the three. A filter left open forks the
-        result (up to _MAX_EXACT_OPTIONS lists); beyond that the list is homogeneous."""
-        outer = dict(state.env)
+        result (up to _MAX_EXACT_OPTIONS lists); beyond that the list is homogeneous. `outer`: the
+        names bound before, restored after."""
         options: list[tuple[Value, ...]] | None = [()]  # None: too many, the list is homogeneous
         evaluated: list[Value] = []
         for item in items:
