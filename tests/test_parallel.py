@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -155,3 +156,16 @@ def test_a_killed_worker_costs_only_its_file(tmp_path: Path, monkeypatch: pytest
     assert codes.pop("dies.py") == ["TIP000"]
     assert all(found == ["TIP001"] for found in codes.values()) and len(codes) == 4
     assert parallel.WORKER_DIED in results[[p.name for p in paths].index("dies.py")].findings[0].message
+
+
+def test_the_pool_is_wound_down_before_results_end(tmp_path: Path) -> None:
+    """A pool left to wind down on its own raced the interpreter's exit, whose hook then wrote
+    to the pool's closed wake-up pipe: `-j 2` runs sometimes ended with a traceback ("OSError:
+    Bad file descriptor") after their report."""
+    for name in ("a.py", "b.py", "c.py"):
+        (tmp_path / name).write_text(HAZARD)
+    settings = config.resolve(config.Overrides(isolated=True))
+    files = [(path, settings) for path in sorted(tmp_path.glob("*.py"))]
+    assert len(list(parallel.check_in_parallel(files, RunOptions(registry.all_rules()), 2))) == 3
+    managers = [thread for thread in threading.enumerate() if type(thread).__name__ == "_ExecutorManagerThread"]
+    assert not managers

@@ -68,10 +68,11 @@ def _results(
         finished = True
     finally:
         # Ctrl-C, or a reader that stopped: the workers end now, not after the chunk they hold.
-        workers = [] if finished else list((getattr(pool, "_processes", None) or {}).values())
-        pool.shutdown(wait=False, cancel_futures=True)
-        for worker in workers:
+        for worker in [] if finished else list((getattr(pool, "_processes", None) or {}).values()):
             worker.terminate()
+        # Waited for: a pool left to wind down alone races the interpreter's exit, whose hook
+        # then writes to the pool's closed wake-up pipe ("OSError: Bad file descriptor").
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _start_worker(options: RunOptions) -> None:
