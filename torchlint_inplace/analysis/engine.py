@@ -12,7 +12,6 @@ file's findings are those of every run reached whose write lies in the file.
 from __future__ import annotations
 
 import builtins
-import re
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -35,7 +34,7 @@ from .project import FileContext, Project, key_of
 from .shared import shared
 from .state import State
 from .summaries import Summary, SummaryRecorder
-from .syntax import annotation_text, names_read
+from .syntax import annotation_text
 from .values import (
     NOT_TENSOR,
     Choice,
@@ -79,7 +78,6 @@ MAX_CONTEXTS = 8
 # How many times a function may be on the call stack below its first run: a recursive call is
 # followed once (a recursive walk over a known structure), then its result is not known.
 MAX_RECURSION = 1
-_WORD = re.compile(r"\w+")
 T = TypeVar("T")
 # What of a run's arguments its memo key holds: each name with its `_abstract` value.
 _Abstracted = tuple[tuple[str, object], ...]
@@ -665,18 +663,14 @@ class Engine:
         return values
 
 
-def _words(ctx: FileContext, node: cst.CSTNode) -> frozenset[str]:
-    return frozenset(_WORD.findall(ctx.code_of(node)))
-
-
 def _mentioning(ctx: FileContext, names: frozenset[str]) -> Callable[[cst.CSTNode], bool]:
     """Whether a definition's code mentions one of `names`, or a module-level name assigned
     from one of them."""
-    assigned = {name: _words(ctx, value) for name, value in ctx.assignments.items()}
+    assigned = {name: ctx.words(value).all for name, value in ctx.assignments.items()}
     reach = set(names)
     while grown := {name for name, used in assigned.items() if name not in reach and used & reach}:
         reach |= grown
-    return lambda node: bool(_words(ctx, node) & reach)
+    return lambda node: bool(ctx.words(node).all & reach)
 
 
 def _called_by_siblings(ctx: FileContext) -> set[int]:
@@ -697,7 +691,7 @@ def _sibling_calls(ctx: FileContext) -> set[int]:
         if len(siblings) < 2:
             continue
         names = {method.name.value for method in siblings}
-        named = [names_read(method.body) & names for method in siblings]
+        named = [ctx.words(method.body).names & names for method in siblings]
         called.update(
             id(node)
             for node in siblings

@@ -28,6 +28,7 @@ from .dataclass_init import dataclass_decorator, generated_init, nodes_of
 from .imports import Imports, dotted
 from .positions import Positions, positions_of
 from .reparse import Parsed, reparse
+from .syntax import Words, words_of
 from .torch_facts import TorchFacts, torch_facts
 
 # Files read for context (callees, callers) are skipped above this size: their trees cost
@@ -77,6 +78,9 @@ class FileContext:
     # The code of nodes asked for already: messages name the same expressions again on every
     # run of a function (loops run twice, a method once per caller), and each is a codegen.
     _code: dict[cst.CSTNode, str] = field(default_factory=dict)
+    # What each definition mentions (`words`): the file is read again as a caller of each file
+    # it imports, and asked again which of its definitions can reach that file.
+    _words: dict[cst.CSTNode, Words] = field(default_factory=dict)
     # Where each imported name resolves on disk: every call of a function asks again, and each
     # answer is a few `stat`s (the files do not move during a run; an edited file gets a new context).
     imported_files: dict[str, tuple[Path, str] | None] = field(default_factory=dict)
@@ -107,6 +111,12 @@ class FileContext:
         if code is None:
             code = self._code[node] = self.module.code_for_node(node)
         return code
+
+    def words(self, node: cst.CSTNode) -> Words:
+        found = self._words.get(node)
+        if found is None:
+            found = self._words[node] = words_of(node)
+        return found
 
     def function_ref(self, node: cst.FunctionDef, cls: ClassInfo | None) -> FunctionRef:
         return FunctionRef(self.path, node, cls)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from functools import lru_cache
 
 import libcst as cst
@@ -84,6 +85,16 @@ def names_read(expr: cst.CSTNode) -> set[str]:
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
+# Fields that hold only layout (whitespace, comments, brackets, commas, `=` and `:` tokens):
+# no walk of the analysis reads them, and they are about half of a tree's nodes.
+_LAYOUT_FIELDS = frozenset(
+    {
+        "leading_lines", "lines_after_decorators", "header", "footer", "empty_lines", "comment",
+        "newline", "first_line", "last_line", "leading_whitespace", "trailing_whitespace",
+        "lpar", "rpar", "lbrace", "rbrace", "lbracket", "rbracket", "comma", "trailing_comma",
+        "semicolon", "colon", "first_colon", "second_colon", "equal", "dot",
+    }
+)  # fmt: skip
 # Whether a type is a LibCST node, by exact type: LibCST's classes are ABCs, and `isinstance`
 # against one runs `ABCMeta.__instancecheck__` in Python (18 M times over timm, 5 s profiled).
 _NODE_TYPES: dict[type, bool] = {}
@@ -98,11 +109,16 @@ def _is_node(value: object) -> bool:
 
 
 def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """`node.children`, read off the node's fields: LibCST computes `children` by visiting the
-    node with a collecting visitor, 2.5x slower, and the analysis walks whole function bodies."""
+    """`node.children` less layout, read off the node's fields: LibCST computes `children` by
+    visiting the node with a collecting visitor, 2.5x slower, and the analysis walks whole
+    function bodies."""
     names = _FIELDS.get(type(node))
     if names is None:
-        names = _FIELDS[type(node)] = tuple(field.name for field in fields(node))
+        names = _FIELDS[type(node)] = tuple(
+            field.name
+            for field in fields(node)
+            if field.name not in _LAYOUT_FIELDS and not field.name.startswith("whitespace")
+        )
     found: list[cst.CSTNode] = []
     for name in names:
         value = getattr(node, name)
@@ -164,3 +180,35 @@ def if_tests_around(func: cst.FunctionDef) -> dict[int, frozenset[str]]:
             tests = tests | names_read(current.test)
         stack.extend((child, tests) for child in child_nodes(current))
     return around
+
+
+_WORD = re.compile(r"\w+")
+
+
+@dataclass(frozen=True)
+class Words:
+    """What a piece of code mentions: the names it uses (attributes' included) and the words of
+    its string literals (`getattr(nn, "ReLU")`, a registry's keys)."""
+
+    names: frozenset[str]
+    in_strings: frozenset[str]
+
+    @property
+    def all(self) -> frozenset[str]:
+        return self.names | self.in_strings
+
+
+def words_of(node: cst.CSTNode) -> Words:
+    names: set[str] = set()
+    in_strings: set[str] = set()
+    stack: list[cst.CSTNode] = [node]
+    while stack:
+        current = stack.pop()
+        kind = type(current)
+        if kind is cst.Name:
+            names.add(current.value)  # type: ignore[attr-defined]
+        elif kind is cst.SimpleString or kind is cst.FormattedStringText:
+            in_strings.update(_WORD.findall(current.value))  # type: ignore[attr-defined]
+        else:
+            stack.extend(child_nodes(current))
+    return Words(frozenset(names), frozenset(in_strings))
