@@ -345,6 +345,11 @@ class CallEvaluator:
     def apply_module(self, module: Module, call: cst.Call, args: Args, state: State) -> Value:
         module = self.i.patches.get(module.ident, module)
         label = self.label(call, module)
+        if module.ident in state.hooked and args.positional and is_tensor(args.positional[0]):
+            # A full backward hook passes the inputs through `BackwardHookFunction` too: the
+            # module's forward gets views it must not write in place (an inplace ReLU raises).
+            hooked_input = replace(as_tensor(args.positional[0]), hooked=f"the input of `{label}`", origin=call)
+            args = replace(args, positional=[hooked_input, *args.positional[1:]])
         if module.instance is not None:
             forward = self.i.engine.method_of(module.instance.cls, "forward") or self.i.engine.method_of(
                 module.instance.cls, "__call__"
@@ -360,7 +365,7 @@ class CallEvaluator:
         else:
             result = self.modules.apply_torch(module, call, args, state, label)
         if module.ident in state.hooked and is_tensor(result):
-            result = replace(as_tensor(result), hooked=label, origin=call)
+            result = replace(as_tensor(result), hooked=f"the output of `{label}`", origin=call)
         return result
 
     def apply_sequence(self, items: Sequence[Value], call: cst.Call, args: Args, state: State) -> Value:
@@ -391,10 +396,11 @@ class CallEvaluator:
                     if name.startswith("self.") and name.count(".") == 1
                 }
             modules = submodules(module, own=own)
-            modules = modules[1:] if method in ("children", "named_children") else modules
+            if method in ("children", "named_children"):
+                modules = [(name, child) for name, child in modules[1:] if name and "." not in name]
             if method.startswith("named_"):
-                return Val(items=tuple(Val(items=(NOT_TENSOR, item)) for item in modules))
-            return Val(items=tuple(modules))
+                return Val(items=tuple(Val(items=(Const(name), item)) for name, item in modules))
+            return Val(items=tuple(item for _, item in modules))
         if method in ("register_buffer", "register_parameter") and len(args.positional) >= 2:
             key, owner = collapse(args.positional[0]), dotted(receiver_expr)
             if isinstance(key, Const) and isinstance(key.value, str) and owner is not None:
@@ -1032,6 +1038,7 @@ class CallEvaluator:
         values = list(binding.values.values())
         exprs = list(binding.exprs.get(name) for name in binding.values)
         label = self.i.ctx.code_of(call.func)
+        state.hooked |= summary.hooked
 
         def resolve(slot: Slot) -> Value:
             if not slot or _argument(slot) >= len(values):

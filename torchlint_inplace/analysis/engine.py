@@ -406,7 +406,9 @@ class Engine:
         summary.node = ref.node
         summary.path = key_of(ref.path)
         summary.patches = child.patches
+        summary.hooked = final.hooked - hooked
         summary.blind = child.blind
+        summary.hookable = child.hookable
         summary.mutations = child.mutations(returned_escapes=not call_site)
         summary.deferred = child.deferred() if call_site else []
         summary.children = child.children
@@ -468,6 +470,7 @@ class Engine:
         self.note_built(instance.classes)
         if instance.built is not None:
             interp.children.append(instance.built)
+            state.hooked |= instance.built.hooked
         kind = None
         if instance.container is not None and self.method_of(info, "forward") is None:
             kind = instance.container.kind
@@ -595,19 +598,18 @@ class Engine:
 
     def needs_callers(self, ctx: FileContext) -> bool:
         """A function of the file writes its argument, builds an in-place module, makes a
-        finding only its callers can prove (its argument's grad is not known here), or uses an
-        argument nobody here passes: whether that breaks anything depends on its callers."""
+        finding only its callers can prove (its argument's grad is not known here), uses an
+        argument nobody here passes, or writes in place where a caller's module backward hook
+        would forbid it: whether that breaks anything depends on its callers."""
         here = key_of(ctx.path)
+        mine = [summary for summary in _all(self.reached) if summary.path == here]
         return any(
-            summary.path == here
-            and (
-                summary.writes_arguments
-                or summary.builds_inplace
-                or summary.blind
-                or any(not m.certain for m in summary.mutations)
-            )
-            for summary in _all(self.reached)
-        )
+            summary.writes_arguments
+            or summary.builds_inplace
+            or summary.blind
+            or any(not m.certain for m in summary.mutations)
+            for summary in mine
+        ) or (any(summary.hookable for summary in mine) and self.project.hooks_modules(ctx))
 
     def method_receiver(self, ctx: FileContext, cls: ClassInfo | None, node: cst.FunctionDef) -> Value | None:
         if cls is None or cls.is_autograd_function or _is_static(node):
@@ -665,12 +667,35 @@ class Engine:
 
 def _mentioning(ctx: FileContext, names: frozenset[str]) -> Callable[[cst.CSTNode], bool]:
     """Whether a definition's code mentions one of `names`, or a module-level name assigned
-    from one of them."""
-    assigned = {name: ctx.words(value).all for name, value in ctx.assignments.items()}
-    reach = set(names)
-    while grown := {name for name, used in assigned.items() if name not in reach and used & reach}:
+    from one of them (`blocks = {"basic": BasicBlock}`). A module-level function that does more
+    than build also reaches them through the functions it calls that do (a test calling the
+    helper that runs the model); a model zoo's hundred factories are not reached through the
+    one helper they all call."""
+    values = _reach(ctx, set(names), dict(ctx.assignments))
+    functions = _reach(
+        ctx,
+        values,
+        {name: node for name, node in ctx.functions.items() if not builds_only(ctx, node)},
+    )
+
+    def wanted(node: cst.CSTNode) -> bool:
+        runs_more = (
+            isinstance(node, cst.FunctionDef)
+            and ctx.functions.get(node.name.value) is node
+            and not builds_only(ctx, node)
+        )
+        return bool(ctx.words(node).all & (functions if runs_more else values))
+
+    return wanted
+
+
+def _reach(ctx: FileContext, reach: set[str], definitions: dict[str, cst.CSTNode]) -> set[str]:
+    """`reach` grown by the module-level definitions whose code uses a name in it, to a fixpoint."""
+    used = {name: ctx.words(node).all for name, node in definitions.items()}
+    reach = set(reach)
+    while grown := {name for name, words in used.items() if name not in reach and words & reach}:
         reach |= grown
-    return lambda node: bool(ctx.words(node).all & reach)
+    return reach
 
 
 def _called_by_siblings(ctx: FileContext) -> set[int]:

@@ -185,14 +185,16 @@ def overlap_reason(operand: str, target: str, line: int) -> Reason:
     )
 
 
-def hooked_reason(module: str, path: str, found: Located) -> Reason:
+def hooked_reason(what: str, path: str, found: Located) -> Reason:
+    """`what`: which tensor of the hooked module it is (`the output of `self.features``)."""
     where = _where(found, path)
     return Reason(
-        f"it is the output of `{module}`{where}, which has a full backward hook: torch makes that output a view "
+        f"it is {what}{where}, which has a full backward hook: torch makes that tensor a view "
         "(BackwardHookFunctionBackward) and refuses to modify it in place; this raises at once",
         RAISES_NOW,
-        _made_here(found, "the hooked module's output is made here"),
-        "write into a `.clone()` of the module's output, or use the out-of-place form",
+        _made_here(found, "the hooked module is called here"),
+        "write into a `.clone()`, use the out-of-place form, or record gradients with a forward hook "
+        "that calls `output.register_hook(...)` instead of a module backward hook",
     )
 
 

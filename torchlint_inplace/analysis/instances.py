@@ -54,30 +54,43 @@ def parameters_of(value: Value) -> frozenset[int]:
     return frozenset()
 
 
-def submodules(value: Value, seen: set[int] | None = None, own: dict[str, Value] | None = None) -> list[Module]:
-    """A module and every module inside it, each once, as `model.modules()` yields them. `own`:
-    the attributes of a module still being built (`self.modules()` inside `__init__`)."""
+def submodules(
+    value: Value, seen: set[int] | None = None, own: dict[str, Value] | None = None, name: str = ""
+) -> list[tuple[str, Module]]:
+    """A module and every module inside it, each once with its dotted name, as
+    `model.named_modules()` yields them (`("features.0.2", ReLU)`). `own`: the attributes of a
+    module still being built (`self.modules()` inside `__init__`), as `self.<name>`."""
     seen = set() if seen is None else seen
     if isinstance(value, Choice):
-        return [module for _, option in value.options for module in submodules(option, seen)]
+        return [found for _, option in value.options for found in submodules(option, seen, name=name)]
     if not isinstance(value, Module) or value.ident in seen:
         return []
     seen.add(value.ident)
-    found = [value]
-    children: list[Value] = list(value.items or ())
+    found = [(name, value)]
+    children: list[tuple[str, Value]] = _named_items(value)
     if own is not None:
-        children += list(own.values())
+        children += [(attr.removeprefix("self."), child) for attr, child in own.items()]
     elif value.instance is not None:
-        children += list(value.instance.attrs.values())
+        children += list(value.instance.attrs.items())
         if value.instance.container is not None:
-            children += list(value.instance.container.items or ())
-    for child in children:
+            children += _named_items(value.instance.container)
+    for key, child in children:
         if isinstance(child, Val) and child.items is not None:
-            for item in child.items:
-                found += submodules(item, seen)
+            for index, item in enumerate(child.items):
+                found += submodules(item, seen, name=_joined(name, f"{key}.{index}"))
         else:
-            found += submodules(child, seen)
+            found += submodules(child, seen, name=_joined(name, key))
     return found
+
+
+def _named_items(container: Module) -> list[tuple[str, Value]]:
+    items = container.items or ()
+    keys = container.keys if container.keys is not None and len(container.keys) == len(items) else None
+    return [(keys[index] if keys is not None else str(index), item) for index, item in enumerate(items)]
+
+
+def _joined(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else name
 
 
 def patched(value: Value, patches: dict[int, Module]) -> Value:

@@ -178,6 +178,10 @@ class FunctionInterpreter:
         # Set when an argument nobody passed is used as an object (`tensor.clone()` on an
         # unannotated parameter): what this run proves depends on what callers pass.
         self.blind = False
+        # Set when the run writes in place a tensor that requires grad and nothing here forbids
+        # it: a caller that puts a full backward hook on the module around it makes that a view
+        # torch refuses to write (Grad-CAM tools hooking a layer of the model).
+        self.hookable = False
         self.caller_storages: frozenset[int] = frozenset()
         self.view_names: set[str] = set()  # names ever bound to a view of a tensor (`v = out[1:]`)
         self.contract: FunctionContract | None = None
@@ -1567,6 +1571,8 @@ class FunctionInterpreter:
         if target.hidden is not None:
             form = Form.HIDDEN
         hazard = self.hazard_of(target, state, node, written)
+        if hazard is None and self.grad_enabled and target.grad > Grad.NO:
+            self.hookable = True
         if hazard is None and overlap is not None:
             hazard = Hazard(True, lambda: overlap, silent=True)
         if hazard is not None:

@@ -50,6 +50,7 @@ _IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[^\n#]*|import
 # 21:49 -> ~5:30 wall at 3 M / 6 M. (Keeping more first exposed a memo hit that did not say
 # what it built: `Engine.note_built`.)
 MAX_CACHED_SOURCE = 3_000_000
+_BACKWARD_HOOK_CALL = re.compile(r"\.register_(?:full_)?backward_hook\(")
 # While one file is analysed, the files it reaches are its working set: evicting one that the
 # analysis comes back to re-parses it, again and again (a transformers model reaches 38 files,
 # 1.5 M characters, and parsed 345 times under a 1 M bound). The bound is applied between
@@ -251,6 +252,7 @@ class Project:
         self._size = 0  # of the sources of the files kept
         self._checking: str | None = None  # the file `context` was last asked for
         self._import_indexes: dict[str, dict[str, list[Path]]] = {}
+        self._hooking_roots: set[str] = set()  # package roots where a file puts a module backward hook
         # Memoised results keyed by what they were computed from; each entry names the files it
         # read, so that forgetting a file forgets what was learnt from its tree.
         self.memo: dict[object, object] = {}
@@ -417,6 +419,13 @@ class Project:
                 found.append((other, names))
         return found
 
+    def hooks_modules(self, ctx: FileContext) -> bool:
+        """Whether a file of `ctx`'s package or project puts a full backward hook on a module:
+        only there can a caller make an in-place write of `ctx` write a hooked view."""
+        root = scan_root(Path(ctx.path))
+        self._import_index(root)
+        return key_of(root) in self._hooking_roots
+
     def _import_index(self, root: Path) -> dict[str, list[Path]]:
         """For a package root, once per run: which files mention which module names in imports."""
         key = key_of(root)
@@ -431,6 +440,8 @@ class Project:
                     word for match in _IMPORT_LINE.finditer(text) for word in re.findall(r"\w+", match.group(0))
                 }:
                     index.setdefault(name, []).append(candidate)
+                if _BACKWARD_HOOK_CALL.search(text):
+                    self._hooking_roots.add(key)
             self._import_indexes[key] = index
         return self._import_indexes[key]
 

@@ -63,12 +63,16 @@ class Summary:
     builds_inplace: bool = False  # returns or binds a module that writes its input: callers decide the damage
     writes_arguments: bool = False
     blind: bool = False  # used an argument nobody passed as an object: callers may prove more
+    hookable: bool = False  # wrote a tensor in place that a caller's module backward hook makes a view
     node: cst.FunctionDef | None = None  # the function this is a run of
     path: str = ""  # the file it lives in
     patches: dict[int, Module] = field(default_factory=dict)  # modules rewritten through an alias (construction)
     # The project classes the run instantiated, nested constructions included: a later run that
     # takes this one from the memo has built them too (`Engine.built`).
     classes: frozenset[ClassInfo] = frozenset()
+    # Modules (idents) the run put a full backward hook on, beyond those it was given: a
+    # Grad-CAM object's `__init__` hooks a layer of the model its caller then runs.
+    hooked: frozenset[int] = frozenset()
 
 
 EMPTY = Summary(params=())

@@ -64,7 +64,9 @@ class Val:
     fresh_buffer: bool = False  # made by a factory (zeros, empty): an out-parameter a callee may fill
     opaque: bool = False  # returned by code we cannot see: may be a tuple or a dataclass of tensors
     graph: frozenset[int] = frozenset()  # orders of the saves this value was computed through
-    hooked: str | None = None  # output of a module with a full backward hook (its label): a view torch forbids writing
+    # Which tensor of a module with a full backward hook this is ("the output of `m`"): a view
+    # torch forbids writing.
+    hooked: str | None = None
     inference: bool = False  # created under inference_mode: writing it outside raises
     cell: int | None = None  # identity of a Python list, so that `append` reaches every name holding it
     cloned: bool = False  # made by `.clone()`: advice to clone it again would not help
