@@ -51,6 +51,7 @@ from .values import (
     fresh_storage,
     grad_of,
     graph_of,
+    is_container,
     is_tensor,
     is_tensor_val,
     merge_all,
@@ -60,7 +61,13 @@ from .values import (
     tensors_in,
     with_graph,
 )
-from .vocabulary import NON_CONTIGUOUS_VIEWS, NON_TENSOR_METHODS, RECEIVER_METADATA_METHODS, SAFE_INPLACE_PREFIXES
+from .vocabulary import (
+    CONTAINER_FILLING_METHODS,
+    NON_CONTIGUOUS_VIEWS,
+    NON_TENSOR_METHODS,
+    RECEIVER_METADATA_METHODS,
+    SAFE_INPLACE_PREFIXES,
+)
 
 if TYPE_CHECKING:
     from .protocols import Interpreter
@@ -136,8 +143,10 @@ class CallEvaluator:
             return self.call_value(self.i.engine.torch_value(qualname), call, args, state)
         if isinstance(func, cst.Attribute):
             method = func.attr.value
-            if method in RECEIVER_METADATA_METHODS:
-                receiver = self.i.peek(func.value, state)  # `x.size()`: not a read of the values
+            if method in RECEIVER_METADATA_METHODS or (
+                method in CONTAINER_FILLING_METHODS and is_container(self.i.peek(func.value, state))
+            ):
+                receiver = self.i.peek(func.value, state)  # `x.size()`, `xs.append(y)`: not a read of the values
             else:
                 receiver = self.i.eval(func.value, state)
             args = self.arguments(call, state)

@@ -80,6 +80,7 @@ from .values import (
     grad_of,
     graph_of,
     in_round,
+    is_container,
     is_tensor,
     is_tensor_val,
     item_of,
@@ -1205,7 +1206,8 @@ class FunctionInterpreter:
         if pending is None or not consistent(pending.condition | state.condition):
             return  # not stale, or only after a write on a path this one excludes (eval vs training)
         span_of, path = self.ctx.span_of, self.ctx.path
-        hazard = Hazard(True, lambda: stale_reason(path, name, span_of(node)), silent=True)
+        held = bool(pending.held)
+        hazard = Hazard(True, lambda: stale_reason(path, name, span_of(node), held), silent=True)
         self.emit(
             pending.form,
             pending.site,
@@ -1246,17 +1248,25 @@ class FunctionInterpreter:
         return value
 
     def eval_subscript(self, expr: cst.Subscript, state: State) -> Value:
-        base = self.eval(expr.value, state)
+        name = expr.value.value if isinstance(expr.value, cst.Name) else None
+        held = state.stale[name].held if name in state.stale else frozenset()
+        # An item of a list or dict that kept a tensor rewritten since is a stale read only if
+        # it is that tensor (`outputs[2]` after `outputs[1]` was rewritten is not).
+        base = self.peek(expr.value, state) if held else self.eval(expr.value, state)
         self.note_blind(expr.value, base)
         advanced, key = self.eval_slices(expr, state)
         results = []
         for condition, option in options_of(base):
             results.append((condition, self.subscript_of(option, expr, key, advanced, state)))
         if len(results) == 1:
-            return results[0][1]
-        if len({is_tensor(value) for _, value in results}) == 2:
-            return Choice(tuple(results))  # `state[2]` of an optional `state`: a tensor only when set
-        return merge_all(value for _, value in results)
+            result = results[0][1]
+        elif len({is_tensor(value) for _, value in results}) == 2:
+            result = Choice(tuple(results))  # `state[2]` of an optional `state`: a tensor only when set
+        else:
+            result = merge_all(value for _, value in results)
+        if held and name is not None and any(tensor.storages & held for tensor in tensors_in(result)):
+            self.read(name, expr.value, state)
+        return result
 
     def subscript_of(self, base: Value, expr: cst.Subscript, key: Value | None, advanced: bool, state: State) -> Value:
         if isinstance(base, Module):
@@ -1604,13 +1614,13 @@ class FunctionInterpreter:
             if target.fresh_buffer and target.grad is Grad.NO:
                 return  # an out-parameter: a buffer made to be filled, read afterwards on purpose
             for name, value in state.env.items():
-                if (
-                    isinstance(value, Val)
-                    and value.storages & target.storages
-                    and name not in intended_readers
-                    and not other_round(value, target)
-                ):
+                if name in intended_readers:
+                    continue
+                if isinstance(value, Val) and value.storages & target.storages and not other_round(value, target):
                     state.stale.setdefault(name, pending)  # the first write that changed it under the name
+                elif _holds(value, target):
+                    # `skips.append(x)` before `x = self.act(x)`: the list kept the tensor, not its values
+                    state.stale.setdefault(name, replace(pending, held=target.storages))
 
     def hazard_of(self, target: Val, state: State, node: cst.CSTNode, written: str) -> Hazard | None:
         """Why writing `target` (at `node`, in this run's file) breaks, if it does."""
@@ -1943,3 +1953,10 @@ def _subject_test(symbol: str, right: Value) -> tuple[str, bool] | None:
         return None
     positive = _POSITIVE.get(symbol, symbol)
     return (f"{positive} {shown}", symbol not in _POSITIVE)
+
+
+def _holds(value: Value, target: Val) -> bool:
+    """Whether a list, tuple or dict holds `target` (the same tensor, not one of another round)."""
+    if not is_container(value):
+        return False
+    return any(tensor.storages & target.storages and not other_round(tensor, target) for tensor in tensors_in(value))

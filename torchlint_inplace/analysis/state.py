@@ -74,6 +74,9 @@ class PendingWrite:
     # The call that ran an in-place module built elsewhere, as a related location.
     related: tuple[Callable[[], Related], ...] = ()
     flag: cst.CSTNode | None = None  # the literal `inplace=True` a fix switches off
+    # When the name is a list or dict that holds the tensor: the tensor's storages (an item read
+    # is stale only if it is that tensor).
+    held: frozenset[int] = frozenset()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "condition", shared(self.condition))  # kept by the memo: one object per condition

@@ -372,6 +372,11 @@ def as_integer(value: Value) -> Value:
     return replace(value, grad=Grad.NO, dtype=value.dtype or "int64", graph=frozenset())
 
 
+def is_container(value: Value) -> bool:
+    """A list, tuple or dict (not a tensor, whose `items` are its outputs)."""
+    return isinstance(value, DictVal) or (isinstance(value, Val) and not value.is_tensor and value.items is not None)
+
+
 def other_round(a: Val, b: Val) -> bool:
     """Elements of one loop drawn in different rounds: different tensors."""
     return a.round is not None and b.round is not None and a.round[0] == b.round[0] and a.round != b.round

@@ -74,6 +74,9 @@ METADATA_METHODS = frozenset(
 # Methods that read only their receiver's metadata: the metadata itself, and new tensors shaped
 # like it (`x.new_empty(...)`, as `torch.empty_like(x)` reads only `x`'s metadata too).
 RECEIVER_METADATA_METHODS = METADATA_METHODS | {"new_empty", "new_zeros", "new_ones", "new_full", "new_empty_strided"}
+# Methods of a list or dict that add to it or drop from it without reading what it holds
+# (`skips.append(y)` is no read of the tensors `skips` kept).
+CONTAINER_FILLING_METHODS = frozenset({"append", "extend", "insert", "clear", "update", "setdefault"})
 
 NON_CONTIGUOUS_VIEWS = frozenset(
     {
