@@ -23,12 +23,13 @@ from .instances import submodules
 from .model import Form
 from .modules import ModuleFactory
 from .python_types import class_name, isinstance_of_known, partial_attribute
-from .state import SaveRecord, State
+from .state import PendingWrite, SaveRecord, State
 from .summaries import ParamWrite, Slot, Summary
 from .syntax import if_tests_around, literal, names_read
 from .training import TrainingLoop, looks_like_optimizer
 from .values import (
     NOT_TENSOR,
+    OUTER,
     Choice,
     Const,
     DictVal,
@@ -181,7 +182,7 @@ class CallEvaluator:
                     return self.call_builtin(callee.qualname[9:], call, args, state)
                 return self.call_torch(callee.qualname, call, args, state)
             if isinstance(callee.ref, FunctionRef):
-                return self.call_project(callee.ref, call, args, state, callee.bound)
+                return self.call_project(callee.ref, call, args, state, callee.bound, closure=callee.closure)
         return self.opaque_result(args, state)
 
     def each_option(self, choice: Choice, call: Callable[[Value, State], Value], state: State) -> Value:
@@ -354,6 +355,17 @@ class CallEvaluator:
     def apply_module(self, module: Module, call: cst.Call, args: Args, state: State) -> Value:
         module = self.i.patches.get(module.ident, module)
         label = self.label(call, module)
+        inputs = Val(items=tuple(args.positional))
+        for hook in state.hooked.of(module.ident, before=True):
+            self.call_value(hook, call, Args([module, inputs], [None, None]), state)
+        result = self.run_module(module, call, args, state, label)
+        for hook in state.hooked.of(module.ident, before=False):
+            self.call_value(hook, call, Args([module, inputs, result], [None, None, None]), state)  # returns ignored
+        return result
+
+    def run_module(self, module: Module, call: cst.Call, args: Args, state: State, label: str) -> Value:
+        """The module's forward on these arguments; a full backward hook makes its input and
+        output views."""
         if module.ident in state.hooked and args.positional and is_tensor(args.positional[0]):
             # A full backward hook passes the inputs through `BackwardHookFunction` too: the
             # module's forward gets views it must not write in place (an inplace ReLU raises).
@@ -419,7 +431,12 @@ class CallEvaluator:
                 state.env[f"{owner}.{key.value}"] = value
             return Const(None)
         if method in ("register_full_backward_hook", "register_backward_hook"):
-            state.hooked |= {module.ident}
+            state.hooked = state.hooked.with_backward(module.ident)
+            return NOT_TENSOR
+        if method in ("register_forward_hook", "register_forward_pre_hook") and args.positional:
+            if "with_kwargs" not in args.keywords:  # a hook that takes the keyword arguments too: not run
+                before = method == "register_forward_pre_hook"
+                state.hooked = state.hooked.with_forward(module.ident, before, args.positional[0])
             return NOT_TENSOR
         if method in _CONTAINER_GROWERS and (
             module.items is not None or module.kind in ("Sequential", "ModuleList", "ModuleDict")
@@ -1024,9 +1041,10 @@ class CallEvaluator:
         state: State,
         bound: Value | None = None,
         apply_writes: bool = True,
+        closure: tuple[tuple[str, Value], ...] = (),
     ) -> Value:
         """A call into project code: run it with these arguments and apply what the run did."""
-        run = self.i.engine.run(self.i, ref, args, bound, state)
+        run = self.i.engine.run(self.i, ref, args, bound, state, closure=closure)
         if run is None:
             return self.opaque_result(args, state, module_call=call if bound is not None else None)
         summary, binding = run
@@ -1162,6 +1180,11 @@ class CallEvaluator:
         for name, value in summary.self_updates.items():
             if bound is not None and _same_self(bound, state):
                 state.env[f"self.{name}"] = self.materialize(value, summary, resolve, mapping, passed, state)
+        for name, (value, pending) in summary.outer.items():
+            filled = self.materialize(value, summary, resolve, mapping, passed, state)
+            if isinstance(filled, (Val, DictVal)):
+                filled = replace(filled, cell=getattr(value, "cell", None))
+            self.hand_back(name, filled, pending, mapping, state)
         for slot, value in summary.cell_updates.items():
             old = resolve(slot)
             expr = exprs[_argument(slot)] if slot and _argument(slot) < len(exprs) else None
@@ -1196,6 +1219,31 @@ class CallEvaluator:
         if made and self.i.grad_enabled:
             result = with_graph(result, frozenset(made))
         return self.i.defer(summary.deferred, result)
+
+    def hand_back(
+        self, name: str, value: Value, pending: PendingWrite | None, mapping: dict[int, Val], state: State
+    ) -> None:
+        """A list or dict of another scope that a callee filled (`Summary.outer`): its owner's
+        names (same cell) see what it holds now, and stale if a hidden write rewrote it since."""
+        self.i.rebind_container(cst.Name(name), value, value, state)
+        owners = {name}
+        plain = name.removeprefix(OUTER)
+        if (
+            self.i.recorder is None
+            and isinstance(value, (Val, DictVal))
+            and is_container(state.env.get(plain, NOT_TENSOR))
+        ):
+            # Module-level code holds the module's own dict under its name (`activation = {}`),
+            # evaluated apart from the value functions read: the same dict.
+            state.env[plain] = replace(value, cell=getattr(state.env[plain], "cell", None))
+            owners.add(plain)
+        if pending is None:
+            return
+        held = frozenset().union(*(mapping[storage].storages for storage in pending.held if storage in mapping))
+        cell = getattr(value, "cell", None)
+        for other, kept in state.env.items():
+            if other in owners or (cell is not None and getattr(kept, "cell", None) == cell):
+                state.stale.setdefault(other, replace(pending, held=held or pending.held))
 
     def materialize(
         self,

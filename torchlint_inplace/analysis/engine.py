@@ -32,11 +32,12 @@ from .model import Mutation
 from .params import function_grad_enabled, is_entry, tensor_list_parameters, tensor_parameters
 from .project import FileContext, Project, key_of
 from .shared import shared
-from .state import State
+from .state import ModuleHooks, State
 from .summaries import Summary, SummaryRecorder
 from .syntax import annotation_text
 from .values import (
     NOT_TENSOR,
+    OUTER,
     Choice,
     Const,
     DictVal,
@@ -53,6 +54,7 @@ from .values import (
     collapse,
     fresh_id,
     fresh_storage,
+    is_container,
     options_of,
     tensors_in,
 )
@@ -281,6 +283,7 @@ class Engine:
         bound: Value | None,
         state: State,
         call_site: bool = True,
+        closure: tuple[tuple[str, Value], ...] = (),
     ) -> tuple[Summary, Binding] | None:
         if interp.depth >= MAX_CALL_DEPTH:
             return None
@@ -296,6 +299,8 @@ class Engine:
                 binding.exprs = {first[0].name.value: None, **binding.exprs}
         self.complete(ctx, binding, call_site)
         binding.in_declared_order(ref.node)
+        if ref.cls is None and bound is None:
+            self.enclose(ctx, interp.ctx, ref.node, binding, state, closure)
         constructing = interp.constructing and bound is not None and bound is state.env.get("self")
         instance = bound.instance if isinstance(bound, Module) else None
         key = None
@@ -307,7 +312,7 @@ class Engine:
                 id(instance) if instance is not None else None,
                 _abstract_all(binding.values),
                 interp.grad_enabled,
-                shared(state.hooked),
+                state.hooked,
                 call_site,
             )
             known = self.project.recall(key)
@@ -341,6 +346,35 @@ class Engine:
         if key is not None:
             self.project.remember(key, summary, summary.files)
         return summary, binding
+
+    def enclose(
+        self,
+        ctx: FileContext,
+        calling: FileContext,
+        node: cst.FunctionDef,
+        binding: Binding,
+        state: State,
+        closure: tuple[tuple[str, Value], ...],
+    ) -> None:
+        """The variables of other scopes a function uses are passed as if they were arguments, so
+        that a list or dict it fills is filled for its caller too: a nested function reads its
+        enclosing function's (those the calling scope holds; the lists and dicts it fills as
+        they were where it was defined, a hook running inside the model), and any function the
+        module-level lists and dicts it fills (`activation[name] = output` in a hook). One filled
+        away from its owner is held under `OUTER` and handed back up to it (`Summary.outer`)."""
+        nested = ctx.functions.get(node.name.value) is not node
+        here = key_of(ctx.path) == key_of(calling.path)
+        enclosed = dict(closure)
+        for name in sorted(ctx.words(node.body).names if nested else ctx.filled(node)):
+            if name in binding.values:
+                continue
+            if here and name in state.env and (nested or is_container(state.env[name])):
+                binding.values[name], binding.exprs[name] = state.env[name], cst.Name(name)
+            elif name in enclosed or (name in ctx.assignments and name in ctx.filled(node)):
+                value = enclosed[name] if name in enclosed else self.global_value(ctx, name)
+                if is_container(value):
+                    outer = state.env.get(OUTER + name, value)  # filled already by an earlier call
+                    binding.values[name], binding.exprs[name] = outer, cst.Name(OUTER + name)
 
     def note_built(self, classes: frozenset[ClassInfo]) -> None:
         """Classes instantiated here, directly or by a run or construction taken from the memo:
@@ -393,7 +427,7 @@ class Engine:
         depth: int,
         grad_enabled: bool,
         self_env: dict[str, Value],
-        hooked: frozenset[int],
+        hooked: ModuleHooks,
         call_site: bool = True,
     ) -> Summary:
         params = {name: _fresh(value) for name, value in binding.values.items()}
@@ -407,6 +441,9 @@ class Engine:
         summary.path = key_of(ref.path)
         summary.patches = child.patches
         summary.hooked = final.hooked - hooked
+        summary.outer = {
+            name: (value, final.stale.get(name)) for name, value in final.env.items() if name.startswith(OUTER)
+        }
         summary.blind = child.blind
         summary.hookable = child.hookable
         summary.mutations = child.mutations(returned_escapes=not call_site)

@@ -47,7 +47,7 @@ from .model import Form, Mutation, Reason
 from .project import FileContext
 from .protocols import Engine
 from .python_types import may_contain, same_object
-from .state import PendingWrite, SaveRecord, Site, State, merge_states, next_order
+from .state import NO_HOOKS, PendingWrite, SaveRecord, Site, State, merge_states, next_order
 from .summaries import Summary, SummaryRecorder
 from .syntax import (
     evaluated_literal,
@@ -197,7 +197,7 @@ class FunctionInterpreter:
         self.returned: Value | None = None
         self.patches: dict[int, Module] = {}  # modules rewritten through an alias (`m.inplace = True`)
         self.extra: Condition = frozenset()  # the option of a `Choice` being called
-        self.hooked: frozenset[int] = frozenset()  # modules with a full backward hook, from the caller
+        self.hooked = NO_HOOKS  # the hooks on modules, from the caller
         self.calls = CallEvaluator(self)
 
     # ----------------------------------------------------------------- entry points
@@ -320,7 +320,14 @@ class FunctionInterpreter:
         if type(statement) is cst.Match:
             return self.exec_match(statement, state)
         if type(statement) is cst.FunctionDef:
-            state.env[statement.name.value] = Func(statement.name.value, ref=self.ctx.function_ref(statement, None))
+            closure = tuple(
+                (name, state.env[name])
+                for name in sorted(self.ctx.filled(statement))
+                if name in state.env and is_container(state.env[name])
+            )
+            state.env[statement.name.value] = Func(
+                statement.name.value, ref=self.ctx.function_ref(statement, None), closure=closure
+            )
         return state  # nested class: analysed on its own
 
     def exec_small(self, small: cst.BaseSmallStatement, state: State) -> State:

@@ -43,7 +43,8 @@ A write site is harmless, and does not keep its file, when one of these holds:
   `_TensorJudge` below over-approximates that, flow-insensitively, to a fixpoint. Attribute
   chains lose tensor-ness except `.data`, `.grad`, view attributes, names assigned before and
   attributes of names that may hold a tensor or an object with tensors (`m.weight`,
-  `consts.G`, `Holder.W`), as `eval_attribute` does.
+  `consts.G`, `Holder.W`), as `eval_attribute` does. A nested function also holds what its
+  enclosing function's names may hold: it runs with them as its arguments (`engine.enclose`).
 - *A Python container*: the written name is only ever bound to a list, tuple, dict or set
   (`*args`, `**kwargs` included): storing into it or growing it writes no tensor
   (`store_item`, `list_method`).
@@ -287,6 +288,7 @@ class _Scope:
     varargs: set[str] = field(default_factory=set)  # `*args`, `**kwargs`: a tuple and a dict
     tensor_names: set[str] | None = None
     param_names: set[str] | None = None
+    enclosing: _Scope | None = None  # the function a nested function is defined in
 
     def contains(self, position: _Position) -> bool:
         return self.body[0] <= position <= self.body[1]
@@ -400,6 +402,9 @@ class _Scanner:
             scope.assignments.append((target, value))
             if isinstance(target, ast.Name) and isinstance(value, ast.Name):
                 scope.aliases.append((target.id, value.id))
+        for scope in scopes[1:]:
+            around = [other for other in scopes[1:] if other is not scope and other.contains(scope.body[0])]
+            scope.enclosing = max(around, key=lambda other: other.body[0]) if around else None
         for scope in scopes:
             scope.containers = self._containers(scope)
         return scopes
@@ -677,6 +682,10 @@ class _Scanner:
         if cached is not None:
             return cached
         names = set(scope.params) if params_only else set(scope.params) | self.global_names
+        if scope.enclosing is not None:
+            # A nested function runs with the enclosing function's variables as its arguments
+            # (`engine.enclose`): a tensor there may be written here, and is the caller's.
+            names |= self._names(scope.enclosing, params_only=False)
         judge = _TensorJudge(self, names, params_only)
         changed = True
         while changed:

@@ -28,7 +28,7 @@ from .dataclass_init import dataclass_decorator, generated_init, nodes_of
 from .imports import Imports, dotted
 from .positions import Positions, positions_of
 from .reparse import Parsed, reparse
-from .syntax import Words, words_of
+from .syntax import Words, filled_names, words_of
 from .torch_facts import TorchFacts, torch_facts
 
 # Files read for context (callees, callers) are skipped above this size: their trees cost
@@ -82,6 +82,7 @@ class FileContext:
     # What each definition mentions (`words`): the file is read again as a caller of each file
     # it imports, and asked again which of its definitions can reach that file.
     _words: dict[cst.CSTNode, Words] = field(default_factory=dict)
+    _filled: dict[cst.CSTNode, frozenset[str]] = field(default_factory=dict)  # names a function stores into
     # Where each imported name resolves on disk: every call of a function asks again, and each
     # answer is a few `stat`s (the files do not move during a run; an edited file gets a new context).
     imported_files: dict[str, tuple[Path, str] | None] = field(default_factory=dict)
@@ -112,6 +113,12 @@ class FileContext:
         if code is None:
             code = self._code[node] = self.module.code_for_node(node)
         return code
+
+    def filled(self, node: cst.FunctionDef) -> frozenset[str]:
+        found = self._filled.get(node)
+        if found is None:
+            found = self._filled[node] = filled_names(node.body)
+        return found
 
     def words(self, node: cst.CSTNode) -> Words:
         found = self._words.get(node)

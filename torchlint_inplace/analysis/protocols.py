@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .model import Form, Mutation, Reason
     from .project import FileContext, Project
     from .state import SaveRecord, Site, State
-    from .summaries import Summary
+    from .summaries import Summary, SummaryRecorder
     from .torch_facts import OpFacts, TorchFacts
     from .values import Grad, Module, Val, Value
 
@@ -47,7 +47,14 @@ class Engine(Protocol):
     def locate(self, node: cst.CSTNode | None, prefer: str) -> tuple[str, Span] | None: ...
     def span_of(self, path: str) -> Callable[[cst.CSTNode], Span]: ...
     def run(
-        self, interp: Interpreter, ref: FunctionRef, args: Args, bound: Value | None, state: State
+        self,
+        interp: Interpreter,
+        ref: FunctionRef,
+        args: Args,
+        bound: Value | None,
+        state: State,
+        call_site: bool = True,
+        closure: tuple[tuple[str, Value], ...] = (),
     ) -> tuple[Summary, Binding] | None: ...
     def instantiate(
         self, interp: Interpreter, info: ClassInfo, call: cst.Call | None, args: Args, state: State
@@ -73,6 +80,7 @@ class Interpreter(Protocol):
     ctx_name: str | None
     discarded: cst.BaseExpression | None
     cls: ClassInfo | None
+    recorder: SummaryRecorder | None  # None for module-level code (and constructions on defaults)
 
     def eval(self, expr: cst.BaseExpression, state: State) -> Value: ...
     def peek(self, expr: cst.BaseExpression, state: State) -> Value: ...

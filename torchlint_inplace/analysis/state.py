@@ -95,6 +95,46 @@ class Step:
         object.__setattr__(self, "condition", shared(self.condition))  # kept by the memo: one object per condition
 
 
+@dataclass(frozen=True, slots=True)
+class ModuleHooks:
+    """The hooks put on modules so far on a path, by module ident: full backward hooks make a
+    module's inputs and outputs views torch forbids writing; forward hooks (and pre-hooks) are
+    functions that run with the module's inputs (and output) whenever it is called."""
+
+    backward: frozenset[int] = frozenset()
+    forward: tuple[tuple[int, bool, Value], ...] = ()  # (module, runs before forward, the hook)
+
+    def __contains__(self, module: int) -> bool:
+        return module in self.backward
+
+    def __bool__(self) -> bool:
+        return bool(self.backward or self.forward)
+
+    def __or__(self, other: ModuleHooks) -> ModuleHooks:
+        if not other:
+            return self
+        added = tuple(hook for hook in other.forward if hook not in self.forward)
+        return ModuleHooks(shared(self.backward | other.backward), self.forward + added)
+
+    def __sub__(self, other: ModuleHooks) -> ModuleHooks:
+        """What this path added to `other`, the hooks it started with."""
+        return ModuleHooks(
+            shared(self.backward - other.backward), tuple(hook for hook in self.forward if hook not in other.forward)
+        )
+
+    def with_backward(self, module: int) -> ModuleHooks:
+        return ModuleHooks(shared(self.backward | {module}), self.forward)
+
+    def with_forward(self, module: int, before: bool, hook: Value) -> ModuleHooks:
+        return ModuleHooks(self.backward, (*self.forward, (module, before, hook)))
+
+    def of(self, module: int, before: bool) -> list[Value]:
+        return [hook for ident, runs_before, hook in self.forward if ident == module and runs_before == before]
+
+
+NO_HOOKS = ModuleHooks()
+
+
 @dataclass
 class State:
     env: dict[str, Value] = field(default_factory=dict)
@@ -106,7 +146,7 @@ class State:
     retained: frozenset[int] = frozenset()  # saves a backward(retain_graph=True) kept alive
     steps: tuple[Step, ...] = ()
     escaped: frozenset[int] = frozenset()  # graph that left other than by `return`
-    hooked: frozenset[int] = frozenset()  # idents of modules with a full backward hook
+    hooked: ModuleHooks = NO_HOOKS
 
     def copy(self) -> State:
         return State(

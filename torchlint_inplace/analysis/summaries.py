@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from .conditions import Condition
 from .shared import shared
-from .state import SaveRecord, Site, State
+from .state import NO_HOOKS, ModuleHooks, PendingWrite, SaveRecord, Site, State
 from .values import DictVal, Module, Val, Value
 
 if TYPE_CHECKING:
@@ -70,9 +70,12 @@ class Summary:
     # The project classes the run instantiated, nested constructions included: a later run that
     # takes this one from the memo has built them too (`Engine.built`).
     classes: frozenset[ClassInfo] = frozenset()
-    # Modules (idents) the run put a full backward hook on, beyond those it was given: a
-    # Grad-CAM object's `__init__` hooks a layer of the model its caller then runs.
-    hooked: frozenset[int] = frozenset()
+    # The hooks the run put on modules, beyond those it was given: a Grad-CAM object's
+    # `__init__` hooks a layer of the model its caller then runs.
+    hooked: ModuleHooks = NO_HOOKS
+    # Lists and dicts of other scopes the run filled (`engine.enclose`), under their `OUTER`
+    # names, with the hidden write that made what they hold stale since, if any.
+    outer: dict[str, tuple[Value, PendingWrite | None]] = field(default_factory=dict)
 
 
 EMPTY = Summary(params=())

@@ -11,6 +11,7 @@ from functools import lru_cache
 import libcst as cst
 
 from .imports import dotted
+from .vocabulary import CONTAINER_FILLING_METHODS
 
 
 def keyword_of(arg: cst.Arg) -> str | None:
@@ -212,3 +213,27 @@ def words_of(node: cst.CSTNode) -> Words:
         else:
             stack.extend(child_nodes(current))
     return Words(frozenset(names), frozenset(in_strings))
+
+
+def filled_names(body: cst.CSTNode) -> frozenset[str]:
+    """The names whose list or dict a body stores into or grows (`kept[k] = v`,
+    `kept.append(v)`): the state a hook leaves behind for whoever registered it."""
+    found: set[str] = set()
+    stack: list[cst.CSTNode] = [body]
+    while stack:
+        current = stack.pop()
+        kind = type(current)
+        if kind is cst.AssignTarget or kind is cst.AugAssign:
+            target = current.target  # type: ignore[attr-defined]
+            if type(target) is cst.Subscript and type(target.value) is cst.Name:
+                found.add(target.value.value)
+        elif kind is cst.Call:
+            func = current.func  # type: ignore[attr-defined]
+            if (
+                type(func) is cst.Attribute
+                and type(func.value) is cst.Name
+                and func.attr.value in CONTAINER_FILLING_METHODS
+            ):
+                found.add(func.value.value)
+        stack.extend(child_nodes(current))
+    return frozenset(found)

@@ -144,6 +144,14 @@ class Func:
     qualname: str | None = None
     ref: FunctionRef | None = None
     bound: Value | None = None
+    # A nested function's enclosing lists and dicts it fills, as they were when it was defined:
+    # a hook registered here may run anywhere the module runs.
+    closure: tuple[tuple[str, Value], ...] = ()
+
+
+# The name under which a run holds a list or dict of another scope that a function it called
+# filled (a hook's closure, a module-level dict): passed on to its caller, never read by name.
+OUTER = "_torchlint_outer_"
 
 
 @dataclass(frozen=True, slots=True)
