@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import libcst as cst
@@ -18,12 +19,13 @@ import libcst as cst
 from .arguments import Args, Binding, evaluate
 from .classes import ClassInfo, FunctionRef
 from .conditions import Condition
+from .hazards import Hazard, hook_input_reason
 from .imports import dotted
 from .instances import submodules
 from .model import Form
 from .modules import ModuleFactory
 from .python_types import class_name, isinstance_of_known, partial_attribute
-from .state import PendingWrite, SaveRecord, State
+from .state import PendingWrite, SaveRecord, Site, State
 from .summaries import ParamWrite, Slot, Summary
 from .syntax import if_tests_around, literal, names_read
 from .training import TrainingLoop, looks_like_optimizer
@@ -360,8 +362,38 @@ class CallEvaluator:
             self.call_value(hook, call, Args([module, inputs], [None, None]), state)
         result = self.run_module(module, call, args, state, label)
         for hook in state.hooked.of(module.ident, before=False):
+            self.hook_reads_rewritten_input(module, hook, call, args, state, label)
             self.call_value(hook, call, Args([module, inputs, result], [None, None, None]), state)  # returns ignored
         return result
+
+    def hook_reads_rewritten_input(
+        self, module: Module, hook: Value, call: cst.Call, args: Args, state: State, label: str
+    ) -> None:
+        """A forward hook on a module that rewrites its input in place reads the rewritten input
+        (`nn.ReLU(inplace=True)` hooked to record what it was given)."""
+        if not isinstance(hook, Func) or hook.ref is None or module.kind is None or not args.tensors():
+            return
+        condition = self.modules.input_write(module, state)
+        positional = [*hook.ref.node.params.posonly_params, *hook.ref.node.params.params]
+        positional = positional[1:] if hook.bound is not None else positional
+        if condition is None or len(positional) < 2 or not self.i.grad_enabled:
+            return
+        hook_ctx = self.i.project.file(Path(hook.ref.path)) or self.i.ctx
+        if positional[1].name.value not in hook_ctx.words(hook.ref.node.body).names:
+            return  # a hook that only looks at the output
+        site, calls = self.modules.culprit_site(module, call, label)
+        first = call.args[0].value if call.args else call
+        name, path, node = hook.name, hook.ref.path, hook.ref.node
+        span_of = self.i.engine.span_of(path)
+        self.i.emit(
+            Form.INPLACE_ACTIVATION,
+            site or Site(self.i.ctx.path, call),
+            f"`{label}` with inplace=True rewrites `{self.i.ctx.code_of(first)}` in place",
+            Hazard(True, lambda: hook_input_reason(name, path, span_of(node)), silent=True),
+            condition=condition | state.condition,
+            calls=calls,
+            flag=module.flag,
+        )
 
     def run_module(self, module: Module, call: cst.Call, args: Args, state: State, label: str) -> Value:
         """The module's forward on these arguments; a full backward hook makes its input and

@@ -186,6 +186,16 @@ def overlap_reason(operand: str, target: str, line: int) -> Reason:
     )
 
 
+def hook_input_reason(hook: str, path: str, defined: Span) -> Reason:
+    return Reason(
+        f"its forward hook `{hook}` (line {defined.start.line}) runs after the module and receives that input "
+        "already rewritten: what the hook reads or keeps is not what the module was given",
+        "silently changes what the hook sees",
+        (Related(path, defined, f"the forward hook `{hook}` reads the module's input here"),),
+        "use the out-of-place form (inplace=False), or read the input in a forward pre-hook",
+    )
+
+
 def hooked_reason(what: str, path: str, found: Located) -> Reason:
     """`what`: which tensor of the hooked module it is (`the output of `self.features``)."""
     where = _where(found, path)

@@ -215,8 +215,8 @@ class ModuleFactory:
         assert isinstance(value, Val)
         kind = module.kind or ""
         saves = self.facts.module_saves.get(kind, frozenset())
-        condition = self.write_condition(module, state)
-        writes = condition is not None and self.facts.inplace_module_saves.get(kind, saves) is not None
+        condition = self.input_write(module, state)
+        writes = condition is not None
         first = call.args[0].value if call.args else call
         if writes:
             assert condition is not None
@@ -292,6 +292,13 @@ class ModuleFactory:
         for storage, records_before in previous.items():
             if records_before is not None:
                 state.saves[storage] = records_before
+
+    def input_write(self, module: Module, state: State) -> Condition | None:
+        """When a torch module writes its input in place (None: never)."""
+        condition = self.write_condition(module, state)
+        kind = module.kind or ""
+        in_place = self.facts.inplace_module_saves.get(kind, self.facts.module_saves.get(kind, frozenset()))
+        return condition if condition is not None and in_place is not None else None
 
     def culprit_site(
         self, module: Module, call: cst.Call, label: str
