@@ -55,6 +55,7 @@ UNPROVABLE = {
     "self.rectify = nn.ReLU(inplace=True)  # expect: TIP004": "the backward hook that makes the write raise is put on by a recorder the module alone does not have",
     "self.rectify = nn.ReLU(inplace=inplace)  # expect: TIP004": "the reader is a forward hook a caller registers, which the module alone does not have",
     "self.gate = nn.ReLU(inplace=inplace)  # expect: TIP004": "the reader is a forward hook a caller registers, which the module alone does not have",
+    "self.squash = nn.ReLU(inplace=True)  # expect: TIP004": "the reader is a forward hook a caller registers, which the module alone does not have",
 }
 SILENT_FORMS = frozenset({"TIP004", "TIP007", "TIP008"})
 CHANGES = "confirmed: changes results"

@@ -320,15 +320,15 @@ class FunctionInterpreter:
         if type(statement) is cst.Match:
             return self.exec_match(statement, state)
         if type(statement) is cst.FunctionDef:
-            closure = tuple(
-                (name, state.env[name])
-                for name in sorted(self.ctx.filled(statement))
-                if name in state.env and is_container(state.env[name])
-            )
-            state.env[statement.name.value] = Func(
-                statement.name.value, ref=self.ctx.function_ref(statement, None), closure=closure
-            )
+            state.env[statement.name.value] = self.function_value(statement, state)
         return state  # nested class: analysed on its own
+
+    def function_value(self, node: cst.FunctionDef, state: State) -> Func:
+        """A function defined here, with what it reads of this scope (`Func.closure`)."""
+        closure = tuple(
+            (name, state.env[name]) for name in sorted(self.ctx.words(node.body).names) if name in state.env
+        )
+        return Func(node.name.value, ref=self.ctx.function_ref(node, None), closure=closure)
 
     def exec_small(self, small: cst.BaseSmallStatement, state: State) -> State:
         if type(small) is cst.Assign:
@@ -1141,6 +1141,8 @@ class FunctionInterpreter:
             return DictVal(cell=fresh_id())
         if type(expr) is cst.FormattedString:
             return self.eval_fstring(expr, state)
+        if type(expr) is cst.Lambda:
+            return self.function_value(self.ctx.lambda_def(expr), state)
         if isinstance(expr, (cst.Set, cst.Await)):
             for child in expr.children:
                 if isinstance(child, cst.BaseExpression):

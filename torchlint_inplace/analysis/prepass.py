@@ -43,8 +43,9 @@ A write site is harmless, and does not keep its file, when one of these holds:
   `_TensorJudge` below over-approximates that, flow-insensitively, to a fixpoint. Attribute
   chains lose tensor-ness except `.data`, `.grad`, view attributes, names assigned before and
   attributes of names that may hold a tensor or an object with tensors (`m.weight`,
-  `consts.G`, `Holder.W`), as `eval_attribute` does. A nested function also holds what its
-  enclosing function's names may hold: it runs with them as its arguments (`engine.enclose`).
+  `consts.G`, `Holder.W`), as `eval_attribute` does. A nested function (a lambda too) also
+  holds what its enclosing function's names may hold: it runs with them as its arguments
+  (`engine.enclose`).
 - *A Python container*: the written name is only ever bound to a list, tuple, dict or set
   (`*args`, `**kwargs` included): storing into it or growing it writes no tensor
   (`store_item`, `list_method`).
@@ -310,6 +311,7 @@ class _Scanner:
         self.sites: list[_Site] = []
         self.assignments: list[tuple[ast.expr, ast.expr]] = []
         self.functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+        self.lambdas: list[ast.Lambda] = []
         self.classes: list[ast.ClassDef] = []
         self.imports: list[_Import] = []
         self.aliases: dict[str, set[str | None]] = {}  # local name -> what it may stand for (None: relative)
@@ -338,6 +340,7 @@ class _Scanner:
             ast.NamedExpr: self._named,
             ast.FunctionDef: self.functions.append,
             ast.AsyncFunctionDef: self.functions.append,
+            ast.Lambda: self.lambdas.append,
             ast.ClassDef: self.classes.append,
             ast.Import: self._import,
             ast.ImportFrom: self._import_from,
@@ -396,6 +399,12 @@ class _Scanner:
             varargs = {arg.arg for arg in (func.args.vararg, func.args.kwarg) if arg is not None}
             params = self._params(func, id(func) in methods)
             scopes.append(_Scope(body, [*params, *varargs], self._no_grad(func), varargs=varargs))
+        for lam in self.lambdas:  # a lambda is a function too (`lambda m, i, o: o.mul_(2)` as a hook)
+            args = lam.args
+            names = [
+                arg.arg for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if arg
+            ]
+            scopes.append(_Scope((_start(lam.body), _end(lam)), names, False))
         for target, value in self.assignments:
             position = _start(target)
             scope = max((scope for scope in scopes if scope.contains(position)), key=lambda scope: scope.body[0])

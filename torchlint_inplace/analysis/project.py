@@ -83,6 +83,7 @@ class FileContext:
     # it imports, and asked again which of its definitions can reach that file.
     _words: dict[cst.CSTNode, Words] = field(default_factory=dict)
     _filled: dict[cst.CSTNode, frozenset[str]] = field(default_factory=dict)  # names a function stores into
+    _lambdas: dict[cst.Lambda, cst.FunctionDef] = field(default_factory=dict)
     # Where each imported name resolves on disk: every call of a function asks again, and each
     # answer is a few `stat`s (the files do not move during a run; an edited file gets a new context).
     imported_files: dict[str, tuple[Path, str] | None] = field(default_factory=dict)
@@ -113,6 +114,20 @@ class FileContext:
         if code is None:
             code = self._code[node] = self.module.code_for_node(node)
         return code
+
+    def lambda_def(self, node: cst.Lambda) -> cst.FunctionDef:
+        """A lambda as the function it is (`def <lambda>(params): return body`), made once so
+        that its runs are remembered; its own nodes are shown at the lambda."""
+        made = self._lambdas.get(node)
+        if made is None:
+            returned = cst.Return(node.body)
+            line = cst.SimpleStatementLine([returned])
+            block = cst.IndentedBlock([line])
+            name = cst.Name("lambda_")
+            made = self._lambdas[node] = cst.FunctionDef(name, node.params, block)
+            for part in (made, name, block, line, returned):
+                self.generated_at.setdefault(part, node)
+        return made
 
     def filled(self, node: cst.FunctionDef) -> frozenset[str]:
         found = self._filled.get(node)

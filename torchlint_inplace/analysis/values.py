@@ -144,8 +144,8 @@ class Func:
     qualname: str | None = None
     ref: FunctionRef | None = None
     bound: Value | None = None
-    # A nested function's enclosing lists and dicts it fills, as they were when it was defined:
-    # a hook registered here may run anywhere the module runs.
+    # What a nested function reads of its enclosing scope, as it was when it was defined: a
+    # hook registered there may run anywhere the module runs.
     closure: tuple[tuple[str, Value], ...] = ()
 
 
