@@ -358,9 +358,9 @@ class Engine:
     ) -> None:
         """The variables of other scopes a function uses are passed as if they were arguments, so
         that a list or dict it fills is filled for its caller too: a nested function reads its
-        enclosing function's (as the calling scope holds them, else as they were where it was
-        defined: a hook running inside the model), and any function the module-level lists and
-        dicts it fills (`activation[name] = output` in a hook). One filled away from its owner is
+        enclosing function's (those the calling scope holds; the lists and dicts it fills as
+        they were where it was defined, a hook running inside the model), and any function the
+        module-level lists and dicts it fills (`activation[name] = output` in a hook). One filled away from its owner is
         held under `OUTER` and handed back up to it (`Summary.outer`)."""
         nested = ctx.functions.get(node.name.value) is not node
         here = key_of(ctx.path) == key_of(calling.path)
@@ -375,8 +375,6 @@ class Engine:
                 if is_container(value):
                     outer = state.env.get(OUTER + name, value)  # filled already by an earlier call
                     binding.values[name], binding.exprs[name] = outer, cst.Name(OUTER + name)
-                else:
-                    binding.values[name], binding.exprs[name] = value, None
 
     def note_built(self, classes: frozenset[ClassInfo]) -> None:
         """Classes instantiated here, directly or by a run or construction taken from the memo:

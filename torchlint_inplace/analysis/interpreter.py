@@ -324,9 +324,11 @@ class FunctionInterpreter:
         return state  # nested class: analysed on its own
 
     def function_value(self, node: cst.FunctionDef, state: State) -> Func:
-        """A function defined here, with what it reads of this scope (`Func.closure`)."""
+        """A function defined here, with the lists and dicts of this scope it fills (`Func.closure`)."""
         closure = tuple(
-            (name, state.env[name]) for name in sorted(self.ctx.words(node.body).names) if name in state.env
+            (name, state.env[name])
+            for name in sorted(self.ctx.filled(node))
+            if name in state.env and is_container(state.env[name])
         )
         return Func(node.name.value, ref=self.ctx.function_ref(node, None), closure=closure)
 

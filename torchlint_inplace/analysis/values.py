@@ -144,8 +144,10 @@ class Func:
     qualname: str | None = None
     ref: FunctionRef | None = None
     bound: Value | None = None
-    # What a nested function reads of its enclosing scope, as it was when it was defined: a
-    # hook registered there may run anywhere the module runs.
+    # The lists and dicts of its enclosing scope a nested function fills, as they were when it
+    # was defined: a hook registered there may run anywhere the module runs. (Capturing all it
+    # reads made a helper's perturbation of `x.data` in torch's gradcheck look like a write to a
+    # leaf, as a generator's yields and a returned `.data` alias are not followed.)
     closure: tuple[tuple[str, Value], ...] = ()
 
 
