@@ -360,8 +360,9 @@ class Engine:
         that a list or dict it fills is filled for its caller too: a nested function reads its
         enclosing function's (those the calling scope holds; the lists and dicts it fills as
         they were where it was defined, a hook running inside the model), and any function the
-        module-level lists and dicts it fills (`activation[name] = output` in a hook). One filled away from its owner is
-        held under `OUTER` and handed back up to it (`Summary.outer`)."""
+        module-level lists and dicts it fills (`activation[name] = output` in a hook). One
+        filled away from its owner is held under `OUTER` and handed back up to it
+        (`Summary.outer`)."""
         nested = ctx.functions.get(node.name.value) is not node
         here = key_of(ctx.path) == key_of(calling.path)
         enclosed = dict(closure)
