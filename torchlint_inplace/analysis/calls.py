@@ -312,7 +312,7 @@ class CallEvaluator:
         if module.instance is not None:
             found = module.instance.attr(attr)
             if found is not None:
-                return found
+                return module.owned(found)
             if module.instance.container is not None and attr in ("weight", "bias"):
                 return NOT_TENSOR
             return self.i.engine.class_member(module.instance.cls, attr, module)
@@ -435,6 +435,12 @@ class CallEvaluator:
     def module_method(
         self, module: Module, receiver_expr: cst.BaseExpression, method: str, call: cst.Call, args: Args, state: State
     ) -> Value:
+        """A method of a module value: the project class's own first, as Python's lookup finds it
+        (a trainer's `train(batch)`, a model's `train(mode)` that freezes its norms), then
+        torch's."""
+        own = self.i.engine.method_of(module.instance.cls, method) if module.instance is not None else None
+        if own is not None:
+            return self.call_project(own, call, args, state, module)
         if method in _SELF_RETURNING:
             return module
         if method in ("parameters", "named_parameters", "buffers"):
@@ -481,9 +487,6 @@ class CallEvaluator:
         if method == "forward":
             return self.apply_module(module, call, args, state)
         if module.instance is not None:
-            found = self.i.engine.method_of(module.instance.cls, method)
-            if found is not None:
-                return self.call_project(found, call, args, state, module)
             attribute = module.instance.attr(method)
             if attribute is not None:
                 return self.call_value(attribute, call, args, state)
@@ -1191,7 +1194,10 @@ class CallEvaluator:
                                 condition=inner.condition,
                             ).order
                         )
+            owner = collapse(bound) if bound is not None else None
             for storages, inner in summary.stable_saves:
+                if isinstance(owner, Module) and not _same_self(owner, state):
+                    storages = owner.own_storages(storages)
                 made.add(
                     self.i.save(
                         state,

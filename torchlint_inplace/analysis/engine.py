@@ -292,6 +292,8 @@ class Engine:
             return None
         skip = 0 if ref.is_static or (ref.cls is None and bound is None) else 1
         binding = bind(ref.node, args, skip)
+        if isinstance(bound, Module) and bound.renamed and bound.instance is not None:
+            bound = replace(bound, params=bound.instance.params, renamed=())  # runs on the instance's own
         if skip:
             first = [*ref.node.params.posonly_params, *ref.node.params.params][:1]
             if first:
@@ -512,12 +514,16 @@ class Engine:
         kind = None
         if instance.container is not None and self.method_of(info, "forward") is None:
             kind = instance.container.kind
+        # A container's items run as they are, on the instance's storages; a class with methods
+        # runs through its summaries, which `Module.own_storages` translates.
+        renamed = () if kind is not None else tuple((storage, fresh_id()) for storage in sorted(instance.params))
         return Module(
             kind,
             info.name,
             items=instance.container.items if kind is not None and instance.container is not None else None,
             instance=instance,
-            params=instance.params,
+            params=frozenset(new for _, new in renamed) if renamed else instance.params,
+            renamed=renamed,
             config=_passed_fields(init, binding) if init is not None else (),
             origin=call,
         )

@@ -195,6 +195,7 @@ class FunctionInterpreter:
         self.loop_depth = 0
         self.jumps: list[list[State]] = []
         self.returned: Value | None = None
+        self.exits: list[State] = []  # the state at each `return`: what the caller sees after it
         self.patches: dict[int, Module] = {}  # modules rewritten through an alias (`m.inplace = True`)
         self.extra: Condition = frozenset()  # the option of a `Choice` being called
         self.hooked = NO_HOOKS  # the hooks on modules, from the caller
@@ -228,6 +229,11 @@ class FunctionInterpreter:
             self.ctx_name = positional[0].name.value if positional else None
             self.contract = FunctionContract(self.ctx, {name: reachable(value) for name, value in params.items()})
         final = self.exec_block(node.body, state)
+        exits = self.exits if final.dead else [*self.exits, final]
+        if exits:
+            # `if cond: return a` / `else: return b` leaves a dead state: what the run did to
+            # `self`, its arguments' lists and the parameters it saved is on the paths' exits.
+            final = merge_states(exits)
         if self.contract is not None:
             self.sink.extend((mutation, frozenset()) for mutation in self.contract.mutations())
         if self.recorder is not None:
@@ -367,6 +373,7 @@ class FunctionInterpreter:
 
     def on_return(self, value: Value, node: cst.CSTNode, state: State) -> None:
         self.returned = value if self.returned is None else merge_values(self.returned, value)
+        self.exits.append(state.copy())
         if self.recorder is not None:
             self.recorder.on_return(value)
             self.recorder.on_saves(state.saves, reachable(value))

@@ -199,6 +199,10 @@ class Module:
     instance: Instance | None = None
     params: frozenset[int] = frozenset()
     ident: int = field(default_factory=fresh_id)
+    # A project class's instance built twice with the same arguments is one analysis (the memo's
+    # `Instance`) but two objects: each construction names its own parameters, the instance's
+    # storage -> this object's (`qf1 = Mlp(8)`, `qf2 = Mlp(8)`, one optimizer each).
+    renamed: tuple[tuple[int, int], ...] = field(default=(), compare=False, hash=False)
     config: tuple[tuple[str, Value], ...] = ()  # constructor arguments the tables care about (p, max_norm)
     origin: cst.CSTNode | None = field(default=None, compare=False, hash=False)
     # What the tensors it was built with were computed through (`ModelOutput(logits=h)`): an
@@ -211,6 +215,25 @@ class Module:
 
     def setting(self, name: str) -> Value | None:
         return next((value for key, value in self.config if key == name), None)
+
+    def own_storages(self, storages: frozenset[int]) -> frozenset[int]:
+        """The instance's parameter storages as this object's (see `renamed`)."""
+        if not self.renamed:
+            return storages
+        names = dict(self.renamed)
+        return frozenset(names.get(storage, storage) for storage in storages)
+
+    def owned(self, value: Value) -> Value:
+        """A submodule this object's attribute holds, as this object's: `model.head.parameters()`
+        names the parameters `model(x)` saved."""
+        if not self.renamed or not isinstance(value, Module) or not value.params:
+            return value
+        names = dict(self.renamed)
+        items = tuple(self.owned(item) for item in value.items) if value.items is not None else None
+        if value.renamed:
+            renamed = tuple((inner, names.get(outer, outer)) for inner, outer in value.renamed)
+            return replace(value, params=frozenset(new for _, new in renamed), renamed=renamed, items=items)
+        return replace(value, params=self.own_storages(value.params), items=items)
 
 
 @dataclass(frozen=True, slots=True)
