@@ -26,6 +26,11 @@ class Args:
     keywords: dict[str, Value] = field(default_factory=dict)
     keyword_exprs: dict[str, cst.BaseExpression | None] = field(default_factory=dict)
     open: bool = False  # a `*args` / `**kwargs` whose contents are not known
+    # The callee and its first argument as code where the call's own expressions are not them:
+    # inside a Sequential, the layer (`model[1]`) and the previous layer's output
+    # (`model[0](...)`), not the Sequential and the tensor given to it.
+    callee_text: str | None = None
+    input_text: str | None = None
 
     def values(self) -> list[Value]:
         return [*self.positional, *self.keywords.values()]

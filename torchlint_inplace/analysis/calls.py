@@ -356,7 +356,7 @@ class CallEvaluator:
 
     def apply_module(self, module: Module, call: cst.Call, args: Args, state: State) -> Value:
         module = self.i.patches.get(module.ident, module)
-        label = self.label(call, module)
+        label = self.label(call, module, args)
         inputs = Val(items=tuple(args.positional))
         for hook in state.hooked.of(module.ident, before=True):
             self.call_value(hook, call, Args([module, inputs], [None, None]), state)
@@ -383,12 +383,13 @@ class CallEvaluator:
             return  # a hook that only looks at the output
         site, calls = self.modules.culprit_site(module, call, label)
         first = call.args[0].value if call.args else call
+        written = args.input_text or self.i.ctx.code_of(first)
         name, path, node = hook.name, hook.ref.path, hook.ref.node
         span_of = self.i.engine.span_of(path)
         self.i.emit(
             Form.INPLACE_ACTIVATION,
             site or Site(self.i.ctx.path, call),
-            f"`{label}` with inplace=True rewrites `{self.i.ctx.code_of(first)}` in place",
+            f"`{label}` with inplace=True rewrites `{written}` in place",
             Hazard(True, lambda: hook_input_reason(name, path, span_of(node)), silent=True),
             condition=condition | state.condition,
             calls=calls,
@@ -421,14 +422,22 @@ class CallEvaluator:
             result = replace(as_tensor(result), hooked=f"the output of `{label}`", origin=call)
         return result
 
-    def apply_sequence(self, items: Sequence[Value], call: cst.Call, args: Args, state: State) -> Value:
+    def apply_sequence(
+        self, items: Sequence[Value], call: cst.Call, args: Args, state: State, keys: Sequence[str] | None = None
+    ) -> Value:
         value: Value = args.positional[0] if args.positional else NOT_TENSOR
-        for item in items:
-            value = self.call_value(item, call, Args([value], [call.args[0].value if call.args else None]), state)
+        given = call.args[0].value if call.args else None
+        owner = args.callee_text or self.i.ctx.code_of(call.func)
+        text = args.input_text
+        for index, item in enumerate(items):
+            key = keys[index] if keys is not None and index < len(keys) and keys[index].isidentifier() else None
+            layer = f"{owner}.{key}" if key is not None else f"{owner}[{index}]"
+            value = self.call_value(item, call, Args([value], [given], callee_text=layer, input_text=text), state)
+            text = f"{layer}(...)"
         return value
 
-    def label(self, call: cst.Call, module: Module) -> str:
-        text = self.i.ctx.code_of(call.func)
+    def label(self, call: cst.Call, module: Module, args: Args) -> str:
+        text = args.callee_text or self.i.ctx.code_of(call.func)
         kind = module.kind or module.label
         return f"{text} ({kind})" if kind and kind != text else text
 

@@ -1575,11 +1575,13 @@ class FunctionInterpreter:
         overlap: Reason | None = None,
         chain: cst.CSTNode | None = None,
         flag: cst.CSTNode | None = None,
+        written: str | None = None,
     ) -> None:
-        """An in-place write to `target`: report it if the analysis can say why it breaks."""
+        """An in-place write to `target`: report it if the analysis can say why it breaks.
+        `written`: the target as code, where `target_expr` is not it (see `Args.input_text`)."""
         if not target.is_tensor:
             return
-        written = self.ctx.code_of(target_expr)
+        written = written or self.ctx.code_of(target_expr)
         site = site or Site(self.ctx.path, node)
         condition = condition | state.condition | self.extra
         if self.recorder is not None:

@@ -205,7 +205,7 @@ class ModuleFactory:
     def apply_torch(self, module: Module, call: cst.Call, args: Args, state: State, label: str) -> Value:
         value = collapse(args.positional[0]) if args.positional else NOT_TENSOR
         if module.kind == "Sequential" and module.items is not None:
-            return self.i.calls.apply_sequence(module.items, call, args, state)
+            return self.i.calls.apply_sequence(module.items, call, args, state, module.keys)
         if module.kind in _CONTAINERS:
             return NOT_TENSOR
         if not is_tensor(value):
@@ -235,6 +235,7 @@ class ModuleFactory:
                 condition=condition,
                 calls=calls,
                 flag=module.flag,
+                written=args.input_text,
             )
             result = value
         else:  # out of place, or an inplace flag the module ignores (AlphaDropout)
