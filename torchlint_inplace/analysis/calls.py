@@ -447,9 +447,9 @@ class CallEvaluator:
         """A method of a module value: the project class's own first, as Python's lookup finds it
         (a trainer's `train(batch)`, a model's `train(mode)` that freezes its norms), then
         torch's."""
-        own = self.i.engine.method_of(module.instance.cls, method) if module.instance is not None else None
-        if own is not None:
-            return self.call_project(own, call, args, state, module)
+        defined = self.i.engine.method_of(module.instance.cls, method) if module.instance is not None else None
+        if defined is not None:
+            return self.call_project(defined, call, args, state, module)
         if method in _SELF_RETURNING:
             return module
         if method in ("parameters", "named_parameters", "buffers"):

@@ -144,6 +144,7 @@ class Interpreter(Protocol):
         overlap: Reason | None = None,
         chain: cst.CSTNode | None = None,
         flag: cst.CSTNode | None = None,
+        written: str | None = None,
     ) -> None: ...
     def emit(
         self,
