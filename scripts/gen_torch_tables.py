@@ -104,6 +104,8 @@ Keys of the JSON document
     first constructor template of ``MODULE_CTOR_TEMPLATES`` and input shape of
     ``MODULE_INPUT_SHAPES`` that work; modules taking several inputs (losses,
     attention) get that many same-shaped tensors, and only the first is "input".
+    A module returning a tuple also has ``"outputs"``: its structure as nested lists,
+    each tensor ``true`` when it is the one saved (LSTM: ``[true, [false, false]]``).
 ``modules_not_probed``
     Module classes that no template could construct and run.
 ``inplace_module_saves``
@@ -729,7 +731,15 @@ def module_classes() -> list[tuple[str, type]]:
     ]
 
 
-def probe_module(cls: type) -> list[str] | None:
+def output_structure(result: Any, packed: list[int], data: torch.Tensor) -> Any:
+    """A tuple result as nested lists, each tensor ``true`` when autograd saved it: LSTM's
+    ``(output, (h_n, c_n))`` is ``[true, [false, false]]`` on CPU."""
+    if isinstance(result, torch.Tensor):
+        return storage_of(result) in packed and storage_of(result) != storage_of(data)
+    return [output_structure(item, packed, data) for item in result] if isinstance(result, (tuple, list)) else False
+
+
+def probe_module(cls: type) -> dict[str, Any] | None:
     for ctor in MODULE_CTOR_TEMPLATES:
         try:
             torch.manual_seed(0)
@@ -752,19 +762,21 @@ def probe_module(cls: type) -> list[str] | None:
                 saved.append("input")
             if any(storage_of(t) in packed and storage_of(t) != storage_of(data) for t in outputs):
                 saved.append("result")
-            return saved
+            if isinstance(result, torch.Tensor):
+                return {"saves": saved}
+            return {"saves": saved, "outputs": output_structure(result, packed, data)}
     return None
 
 
-def derive_modules() -> tuple[dict[str, dict[str, list[str]]], list[str]]:
-    probed: dict[str, dict[str, list[str]]] = {}
+def derive_modules() -> tuple[dict[str, dict[str, Any]], list[str]]:
+    probed: dict[str, dict[str, Any]] = {}
     not_probed: list[str] = []
     for name, cls in module_classes():
-        saved = probe_module(cls)
-        if saved is None:
+        entry = probe_module(cls)
+        if entry is None:
             not_probed.append(name)
         else:
-            probed[name] = {"saves": saved}
+            probed[name] = entry
     return probed, not_probed
 
 

@@ -582,6 +582,7 @@ OTHER_TABLES = frozenset(
         "multi_view_methods",
         "view_attributes",
         "module_saves",
+        "module_outputs",
         "module_parameters",
         "inplace_module_saves",
         "inplace_function_saves",

@@ -22,7 +22,7 @@ from .arguments import Args
 from .conditions import TRAINING, Assumption, Condition
 from .model import Form
 from .state import Site, State
-from .torch_facts import WriteConditions
+from .torch_facts import OutputStructure, WriteConditions
 from .values import (
     NOT_TENSOR,
     Const,
@@ -36,6 +36,7 @@ from .values import (
     fresh_storage,
     is_tensor,
     options_of,
+    with_graph,
 )
 
 if TYPE_CHECKING:
@@ -240,11 +241,12 @@ class ModuleFactory:
             result = value
         else:  # out of place, or an inplace flag the module ignores (AlphaDropout)
             # A module that saves its input does so for its own weights: its output requires grad.
-            result = self.i.new_tensor(
-                [value], grad=Grad.MAYBE if ("input" in saves or module.params) and self.i.grad_enabled else None
-            )
+            grad = Grad.MAYBE if ("input" in saves or module.params) and self.i.grad_enabled else None
+            result = self.i.new_tensor([value], grad=grad)
         if self.i.autocast is not None:
             result = replace(result, dtype=self.i.autocast)
+        structure = self.facts.module_outputs.get(kind)
+        outputs, saved = self.outputs(structure, result) if structure is not None and not writes else (result, [result])
         made: set[int] = set()
         if self.i.grad_enabled:
             if "input" in saves and not writes:
@@ -252,13 +254,29 @@ class ModuleFactory:
                 # autograd saves a copy of the input it is about to overwrite.)
                 argument = self.i.ctx.code_of(call.args[0].value) if call.args else "its input"
                 made.add(self.i.save(state, value, label, argument, call).order)
-            if "result" in saves and value.grad > Grad.NO:
-                made.add(self.i.save(state, result, label, "its result", call, certain=value.grad > Grad.UNKNOWN).order)
+            if "result" in saves and (value.grad > Grad.NO or module.params):
+                # A module with weights saves its output for their gradient whatever its input (LSTM)
+                certain = value.grad > Grad.UNKNOWN or bool(module.params)
+                for tensor in saved:
+                    made.add(self.i.save(state, tensor, label, "its result", call, certain=certain).order)
             made |= self.save_parameters(module, label, call, state, value)
         self.rewrite_own_weight(module, call, label, state)
-        if made:
-            result = replace(result, graph=result.graph | frozenset(made))
-        return result
+        if not made:
+            return outputs
+        return (
+            replace(result, graph=result.graph | frozenset(made))
+            if outputs is result
+            else with_graph(outputs, frozenset(made))
+        )
+
+    def outputs(self, structure: OutputStructure, like: Val) -> tuple[Value, list[Val]]:
+        """The tuple a module returns (`output, (h_n, c_n) = lstm(x)`), each tensor its own, and
+        those autograd saves."""
+        if isinstance(structure, list):
+            parts = [self.outputs(item, like) for item in structure]
+            return Val(items=tuple(part for part, _ in parts)), [tensor for _, saved in parts for tensor in saved]
+        tensor = replace(like, storages=fresh_storage())
+        return tensor, [tensor] if structure else []
 
     def save_parameters(self, module: Module, label: str, call: cst.Call, state: State, value: Val) -> set[int]:
         """A module with parameters keeps them (or what its weight gradient needs) in the graph:

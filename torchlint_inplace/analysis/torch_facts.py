@@ -33,6 +33,9 @@ class WriteConditions:
     identity: dict[str, object]
 
 
+# A tuple a module returns, as nested lists; a leaf is whether that tensor is saved for backward.
+OutputStructure = bool | list[Any]
+
 # Factories build fresh tensors that do not require grad unless asked to.
 FACTORY_PREFIXES = (
     "zeros",
@@ -64,6 +67,9 @@ class TorchFacts:
     inplace_kwarg_functionals: dict[str, int]
     inplace_modules: dict[str, int]
     module_saves: dict[str, frozenset[str]]
+    # A module returning a tuple: its structure, `True` where the tensor is the saved one
+    # (LSTM: `[True, [False, False]]`, its output saved, not `(h_n, c_n)`).
+    module_outputs: dict[str, OutputStructure]
     module_parameters: frozenset[str]
     # In place the saves differ; None: the probe saw no write (the flag is ignored) or could not run
     inplace_module_saves: dict[str, frozenset[str] | None]
@@ -129,6 +135,7 @@ def _load(text: str) -> TorchFacts:
         inplace_kwarg_functionals=data["inplace_kwarg_functionals"],
         inplace_modules=data["inplace_modules"],
         module_saves={name: frozenset(entry["saves"]) for name, entry in data["modules"].items()},
+        module_outputs={name: entry["outputs"] for name, entry in data["modules"].items() if "outputs" in entry},
         module_parameters=frozenset(data["module_parameters"]),
         inplace_module_saves=_optional_sets(data["inplace_module_saves"]),
         inplace_function_saves=_optional_sets(data["inplace_function_saves"]),
