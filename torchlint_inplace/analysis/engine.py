@@ -714,11 +714,13 @@ def _mentioning(ctx: FileContext, names: frozenset[str]) -> Callable[[cst.CSTNod
     from one of them (`blocks = {"basic": BasicBlock}`). A module-level function that does more
     than build also reaches them through the functions it calls that do (a test calling the
     helper that runs the model); a model zoo's hundred factories are not reached through the
-    one helper they all call."""
+    one helper they all call. Such a function also reaches them through the file's own classes
+    that do (a script's `main()` training the `Trainer` that builds the checked file's model)."""
     values = _reach(ctx, set(names), dict(ctx.assignments))
+    classes = _reach(ctx, values, {name: info.node for name, info in ctx.classes.items()})
     functions = _reach(
         ctx,
-        values,
+        classes,
         {name: node for name, node in ctx.functions.items() if not builds_only(ctx, node)},
     )
 
