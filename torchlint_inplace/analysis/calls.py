@@ -1373,7 +1373,10 @@ class CallEvaluator:
         fresh = mapping.get(min(value.storages))
         if fresh is None:
             grad = value.grad if self.i.grad_enabled else Grad.NO
-            graph = graph_of(Val(items=tuple(args.values()))) if grad is not Grad.NO else frozenset()
+            passed = args.values()
+            if summary.arg_tokens and len(summary.arg_tokens) == len(passed):
+                passed = [item for item, token in zip(passed, summary.arg_tokens, strict=True) if token in value.graph]
+            graph = graph_of(Val(items=tuple(passed))) if grad is not Grad.NO else frozenset()
             fresh = Val(
                 fresh_storage(),
                 grad,
@@ -1450,7 +1453,9 @@ def _with_callee_graph(value: Value, callee: Value | None, renumbered: dict[int,
     frees only its own). A tensor whose saves are not known takes all the call made."""
     if isinstance(value, Val) and isinstance(callee, Val):
         if value.items is not None and callee.items is not None and len(value.items) == len(callee.items):
-            items = tuple(_with_callee_graph(v, c, renumbered, made) for v, c in zip(value.items, callee.items))
+            items = tuple(
+                _with_callee_graph(v, c, renumbered, made) for v, c in zip(value.items, callee.items, strict=True)
+            )
             value = replace(value, items=items)
             if not value.is_tensor:
                 return value
@@ -1460,7 +1465,7 @@ def _with_callee_graph(value: Value, callee: Value | None, renumbered: dict[int,
     if isinstance(value, DictVal) and isinstance(callee, DictVal) and len(value.entries) == len(callee.entries):
         entries = tuple(
             (key, _with_callee_graph(item, other, renumbered, made))
-            for (key, item), (_, other) in zip(value.entries, callee.entries)
+            for (key, item), (_, other) in zip(value.entries, callee.entries, strict=True)
         )
         rest = value.rest
         return replace(value, entries=entries, rest=with_graph(rest, made) if rest is not None else None)

@@ -77,6 +77,9 @@ class Summary:
     # names, with the hidden write that made what they hold stale since, if any.
     outer: dict[str, tuple[Value, PendingWrite | None]] = field(default_factory=dict)
     training: list[TrainingEvent] = field(default_factory=list)  # steps and backwards of arguments
+    # The graph order each argument carried into the run: a tensor it returns went through the
+    # caller's graph of those arguments whose token its graph holds (`state.data @ w` none).
+    arg_tokens: tuple[int, ...] = ()
 
 
 EMPTY = Summary(params=())
