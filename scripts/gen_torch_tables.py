@@ -139,6 +139,9 @@ Keys of the JSON document
 ``integer_outputs``
     For ops returning several tensors: the outputs of integer dtype when called on a float
     tensor (``indices``): they never require grad.
+``module_returning_functions``
+    Functions of ``torch.nn.utils`` (and its ``parametrizations`` and ``prune``) that,
+    called with a module, returned that very module: ``spectral_norm``, ``weight_norm``...
 ``module_parameters``
     ``torch.nn`` module classes that hold parameters when built with the first constructor
     template that works (``Linear``, ``Conv2d``, ``Embedding``...; not ``ReLU``, ``MaxPool2d``).
@@ -170,6 +173,7 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import importlib
 import inspect
 import itertools
 import io
@@ -920,6 +924,32 @@ def built_module(cls: type, **kwargs: Any) -> torch.nn.Module | None:
     return None
 
 
+MODULE_FUNCTION_NAMESPACES = ("torch.nn.utils", "torch.nn.utils.parametrizations", "torch.nn.utils.prune")
+MODULE_FUNCTION_TEMPLATES: tuple[tuple[Any, ...], ...] = ((), ("weight",), ("weight", 0.5))
+
+
+def derive_module_returning_functions() -> list[str]:
+    """Functions of ``torch.nn.utils`` that take a module and hand back that same object,
+    reparametrised (``spectral_norm(nn.Conv2d(...))``): what they return is the module."""
+    found = []
+    for namespace in MODULE_FUNCTION_NAMESPACES:
+        package = importlib.import_module(namespace)
+        for name in sorted(dir(package)):
+            function = getattr(package, name)
+            if not public(name) or not inspect.isfunction(function) or not function.__module__.startswith("torch."):
+                continue  # not `prune.abstractmethod`, which abc lends it
+            for extra in MODULE_FUNCTION_TEMPLATES:
+                module = torch.nn.Linear(4, 4)
+                try:
+                    result = function(module, *extra)
+                except Exception:
+                    continue
+                if result is module:
+                    found.append(f"{namespace}.{name}")
+                break
+    return found
+
+
 def derive_module_parameters() -> list[str]:
     found = []
     for name, cls in module_classes():
@@ -1125,6 +1155,7 @@ def build_tables(log: Callable[[str], None] = lambda message: None) -> dict[str,
             "overloads": overloads,
             "integer_outputs": derive_integer_outputs(overloads),
             "module_parameters": derive_module_parameters(),
+            "module_returning_functions": derive_module_returning_functions(),
             "inplace_module_conditions": derive_inplace_module_conditions(inplace_modules),
             "inplace_functional_conditions": derive_inplace_functional_conditions(inplace_functionals),
             "parameter_writing_modules": derive_parameter_writing_modules(),

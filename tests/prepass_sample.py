@@ -583,6 +583,7 @@ OTHER_TABLES = frozenset(
         "view_attributes",
         "module_saves",
         "module_outputs",
+        "module_returning_functions",
         "module_parameters",
         "inplace_module_saves",
         "inplace_function_saves",

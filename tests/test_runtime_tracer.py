@@ -66,6 +66,10 @@ TRACER_GAPS = {
     ("realworld/singan_generator_steps_stale_fake.py::safe_fake_regenerated_each_generator_step", "fail-fast"): (
         "fail-fast counts a graph still referenced as pending (the discriminator loop's `fake`), so the discriminator's step is refused"
     ),
+    ("tip009/steps_in_helpers.py::safe_loss_rebuilt_after_the_step", "fail-fast"): (
+        "fail-fast counts as pending the graph `spectral_norm` leaves in the module's `weight` attribute (its `div` saved"
+        " `weight_orig`), which no later backward goes through, so the discriminator's step is refused"
+    ),
     ("realworld/option_critic_stale_state.py::safe_action_head_reads_state_data", "fail-fast"): (
         "fail-fast counts a graph still referenced as pending (`state`'s, carried to the next step, which the next loss"
         " reaches only through `state.data`), so the update is refused"

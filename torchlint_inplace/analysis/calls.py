@@ -25,7 +25,7 @@ from .instances import submodules
 from .model import Form
 from .modules import ModuleFactory
 from .python_types import class_name, isinstance_of_known, partial_attribute
-from .state import PendingWrite, SaveRecord, Site, State
+from .state import PendingWrite, SaveRecord, Site, State, Step, next_order
 from .summaries import ParamWrite, Slot, Summary
 from .syntax import if_tests_around, literal, names_read
 from .training import TrainingLoop, looks_like_optimizer
@@ -469,7 +469,9 @@ class CallEvaluator:
             if method.startswith("named_"):
                 return Val(items=tuple(Val(items=(Const(name), item)) for name, item in modules))
             return Val(items=tuple(item for _, item in modules))
-        if method in ("register_buffer", "register_parameter") and len(args.positional) >= 2:
+        named_child = method in ("add_module", "register_module") and module.kind is None and module.items is None
+        if (method in ("register_buffer", "register_parameter") or named_child) and len(args.positional) >= 2:
+            # `self.add_module('generator', generator)` is `self.generator = generator`
             key, owner = collapse(args.positional[0]), dotted(receiver_expr)
             if isinstance(key, Const) and isinstance(key.value, str) and owner is not None:
                 value = collapse(args.positional[1])
@@ -812,6 +814,8 @@ class CallEvaluator:
     # ----------------------------------------------------------------- torch
 
     def call_torch(self, qualname: str, call: cst.Call, args: Args, state: State) -> Value:
+        if qualname in self.i.facts.module_returning_functions and args.positional:
+            return args.positional[0]  # `spectral_norm(nn.Conv2d(...))`: the module, reparametrised
         if qualname.startswith(SAFE_INPLACE_PREFIXES):
             return NOT_TENSOR
         if qualname in ("torch.autograd.backward",) and args.positional:
@@ -1175,6 +1179,8 @@ class CallEvaluator:
             if value.storages & self.i.param_storages:
                 state.escaped |= value.graph
         made: set[int] = set()
+        renumbered: dict[int, int] = {}  # a callee save's order -> the caller's record of it
+        owner = collapse(bound) if bound is not None else None
         if self.i.grad_enabled:
             graph_args = max((grad_of(value) for value in values), default=Grad.NO) > Grad.UNKNOWN
             for slot, records in summary.saves.items():
@@ -1192,33 +1198,26 @@ class CallEvaluator:
                     )
                     for inner in _per_condition(records):
                         certain = graph_args or inner.certain
-                        made.add(
-                            self.i.save(
-                                state,
-                                value,
-                                f"{label} (its `{inner.op}`)",
-                                text,
-                                call,
-                                certain,
-                                condition=inner.condition,
-                            ).order
-                        )
-            owner = collapse(bound) if bound is not None else None
+                        order = self.i.save(
+                            state, value, f"{label} (its `{inner.op}`)", text, call, certain, condition=inner.condition
+                        ).order
+                        made.add(order)
+                        renumbered.update((r.order, order) for r in records if r.condition == inner.condition)
             for storages, inner in summary.stable_saves:
                 if isinstance(owner, Module) and not _same_self(owner, state):
                     storages = owner.own_storages(storages)
-                made.add(
-                    self.i.save(
-                        state,
-                        NOT_TENSOR,
-                        f"{label} (its `{inner.op}`)",
-                        inner.what,
-                        call,
-                        inner.certain,
-                        storages=storages,
-                        condition=inner.condition,
-                    ).order
-                )
+                order = self.i.save(
+                    state,
+                    NOT_TENSOR,
+                    f"{label} (its `{inner.op}`)",
+                    inner.what,
+                    call,
+                    inner.certain,
+                    storages=storages,
+                    condition=inner.condition,
+                ).order
+                made.add(order)
+                renumbered[inner.order] = order
         mapping: dict[int, Val] = {}
         # What the callee's own tensors were computed from: the arguments as its parameters took
         # them (one typed `torch.LongTensor` brings no graph along).
@@ -1252,20 +1251,46 @@ class CallEvaluator:
                 if tensor is None or not records:
                     continue
                 for inner in _per_condition(records):
-                    made.add(
-                        self.i.save(
-                            state,
-                            tensor,
-                            f"{label} (its `{inner.op}`)",
-                            "its result",
-                            call,
-                            tensor.grad > Grad.UNKNOWN or inner.certain,
-                            condition=inner.condition,
-                        ).order
-                    )
+                    order = self.i.save(
+                        state,
+                        tensor,
+                        f"{label} (its `{inner.op}`)",
+                        "its result",
+                        call,
+                        tensor.grad > Grad.UNKNOWN or inner.certain,
+                        condition=inner.condition,
+                    ).order
+                    made.add(order)
+                    renumbered.update((r.order, order) for r in records if r.condition == inner.condition)
         if made and self.i.grad_enabled:
-            result = with_graph(result, frozenset(made))
+            result = _with_callee_graph(result, summary.returned, renumbered, frozenset(made))
+        self.replay_training(summary, owner, resolve, exprs, call, state)
         return self.i.defer(summary.deferred, result)
+
+    def replay_training(
+        self,
+        summary: Summary,
+        owner: Value | None,
+        resolve: Callable[[Slot], Value],
+        exprs: list[cst.BaseExpression | None],
+        call: cst.Call,
+        state: State,
+    ) -> None:
+        """The callee's optimizer steps and its backwards through what this run passed it, in
+        order: a step there rewrites parameters a loss built here saved (EdgeConnect's
+        `self.edge_model.backward(gen_loss, dis_loss)` steps the discriminator between them)."""
+        for event in summary.training:
+            if isinstance(event, Step):
+                storages = event.storages
+                if storages is not None and isinstance(owner, Module) and not _same_self(owner, state):
+                    storages = owner.own_storages(storages)
+                condition = event.condition | state.condition
+                self.loop.take(replace(event, order=next_order(), storages=storages, condition=condition), state)
+                continue
+            index = _argument(event.slot)
+            expr = exprs[index] if index < len(exprs) else None
+            text = self.i.ctx.code_of(expr) if expr is not None and len(event.slot) == 1 else None
+            self.loop.backward(resolve(event.slot), call, state, retain=event.retain, loss_text=text)
 
     def hand_back(
         self, name: str, value: Value, pending: PendingWrite | None, mapping: dict[int, Val], state: State
@@ -1348,7 +1373,10 @@ class CallEvaluator:
         fresh = mapping.get(min(value.storages))
         if fresh is None:
             grad = value.grad if self.i.grad_enabled else Grad.NO
-            graph = graph_of(Val(items=tuple(args.values()))) if grad is not Grad.NO else frozenset()
+            passed = args.values()
+            if summary.arg_tokens and len(summary.arg_tokens) == len(passed):
+                passed = [item for item, token in zip(passed, summary.arg_tokens, strict=True) if token in value.graph]
+            graph = graph_of(Val(items=tuple(passed))) if grad is not Grad.NO else frozenset()
             fresh = Val(
                 fresh_storage(),
                 grad,
@@ -1417,6 +1445,31 @@ def _sequence(name: str, value: Value) -> Value:
 def _argument(slot: Slot) -> int:
     """The argument a (non-empty) slot starts at: its first element is that argument's index."""
     return cast(int, slot[0])
+
+
+def _with_callee_graph(value: Value, callee: Value | None, renumbered: dict[int, int], made: frozenset[int]) -> Value:
+    """The call's result with, for each tensor, the callee's saves it went through there
+    (`return outputs, gen_loss, dis_loss`: each loss its own graph, so that backward of one
+    frees only its own). A tensor whose saves are not known takes all the call made."""
+    if isinstance(value, Val) and isinstance(callee, Val):
+        if value.items is not None and callee.items is not None and len(value.items) == len(callee.items):
+            items = tuple(
+                _with_callee_graph(v, c, renumbered, made) for v, c in zip(value.items, callee.items, strict=True)
+            )
+            value = replace(value, items=items)
+            if not value.is_tensor:
+                return value
+        if value.is_tensor and value.items is None:
+            own = frozenset(renumbered[order] for order in callee.graph if order in renumbered)
+            return with_graph(value, own or made)
+    if isinstance(value, DictVal) and isinstance(callee, DictVal) and len(value.entries) == len(callee.entries):
+        entries = tuple(
+            (key, _with_callee_graph(item, other, renumbered, made))
+            for (key, item), (_, other) in zip(value.entries, callee.entries, strict=True)
+        )
+        rest = value.rest
+        return replace(value, entries=entries, rest=with_graph(rest, made) if rest is not None else None)
+    return with_graph(value, made)
 
 
 def _per_condition(records: Iterable[SaveRecord]) -> list[SaveRecord]:

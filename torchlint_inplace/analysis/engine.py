@@ -32,7 +32,7 @@ from .model import Mutation
 from .params import function_grad_enabled, is_entry, tensor_list_parameters, tensor_parameters
 from .project import FileContext, Project, key_of
 from .shared import shared
-from .state import ModuleHooks, State
+from .state import ModuleHooks, State, next_order
 from .summaries import Summary, SummaryRecorder
 from .syntax import annotation_text
 from .values import (
@@ -433,8 +433,13 @@ class Engine:
         hooked: ModuleHooks,
         call_site: bool = True,
     ) -> Summary:
-        params = {name: _fresh(value) for name, value in binding.values.items()}
+        tokens = tuple(next_order() for _ in binding.values)
+        params = {
+            name: _fresh(value, frozenset({token}))
+            for (name, value), token in zip(binding.values.items(), tokens, strict=True)
+        }
         recorder = SummaryRecorder(params)
+        recorder.summary.arg_tokens = tokens
         child = FunctionInterpreter(self, ctx, ref.cls, instance, recorder, constructing, depth, grad_enabled)
         child.hooked = hooked
         final = child.run_function(ref, {**params, **self_env}, params)
@@ -714,11 +719,13 @@ def _mentioning(ctx: FileContext, names: frozenset[str]) -> Callable[[cst.CSTNod
     from one of them (`blocks = {"basic": BasicBlock}`). A module-level function that does more
     than build also reaches them through the functions it calls that do (a test calling the
     helper that runs the model); a model zoo's hundred factories are not reached through the
-    one helper they all call."""
+    one helper they all call. Such a function also reaches them through the file's own classes
+    that do (a script's `main()` training the `Trainer` that builds the checked file's model)."""
     values = _reach(ctx, set(names), dict(ctx.assignments))
+    classes = _reach(ctx, values, {name: info.node for name, info in ctx.classes.items()})
     functions = _reach(
         ctx,
-        values,
+        classes,
         {name: node for name, node in ctx.functions.items() if not builds_only(ctx, node)},
     )
 
@@ -795,28 +802,30 @@ def _all(summaries: list[Summary]) -> list[Summary]:
     return list(seen.values())
 
 
-def _fresh(value: Value) -> Value:
-    """An argument as the callee sees it: the same abstract value, with storages of its own."""
+def _fresh(value: Value, token: frozenset[int] = frozenset()) -> Value:
+    """An argument as the callee sees it: the same abstract value, with storages of its own, and
+    for graph only `token`, which what the callee computes from it carries along
+    (`Summary.arg_tokens`)."""
     if isinstance(value, Val):
-        items = tuple(_fresh(item) for item in value.items) if value.items is not None else None
+        items = tuple(_fresh(item, token) for item in value.items) if value.items is not None else None
         storages = fresh_storage() if value.is_tensor else frozenset()
         return replace(
             value,
             storages=storages,
             items=items,
-            graph=frozenset(),
+            graph=token if value.is_tensor else frozenset(),
             cell=fresh_id() if value.cell is not None else None,
         )
     if isinstance(value, DictVal):
         return DictVal(
-            tuple((key, _fresh(item)) for key, item in value.entries),
-            _fresh(value.rest) if value.rest is not None else None,
+            tuple((key, _fresh(item, token)) for key, item in value.entries),
+            _fresh(value.rest, token) if value.rest is not None else None,
             fresh_id() if value.cell is not None else None,
         )
     if isinstance(value, Choice):
-        return Choice(tuple((condition, _fresh(option)) for condition, option in value.options))
+        return Choice(tuple((condition, _fresh(option, token)) for condition, option in value.options))
     if isinstance(value, Module) and value.config:
-        return replace(value, config=tuple((name, _fresh(item)) for name, item in value.config))
+        return replace(value, config=tuple((name, _fresh(item, token)) for name, item in value.config))
     return value
 
 

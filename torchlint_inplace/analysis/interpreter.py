@@ -196,6 +196,7 @@ class FunctionInterpreter:
         self.jumps: list[list[State]] = []
         self.returned: Value | None = None
         self.exits: list[State] = []  # the state at each `return`: what the caller sees after it
+        self.yielded: list[Value] = []  # a generator's values, in the order its run yields them
         self.patches: dict[int, Module] = {}  # modules rewritten through an alias (`m.inplace = True`)
         self.extra: Condition = frozenset()  # the option of a `Choice` being called
         self.hooked = NO_HOOKS  # the hooks on modules, from the caller
@@ -229,6 +230,11 @@ class FunctionInterpreter:
             self.ctx_name = positional[0].name.value if positional else None
             self.contract = FunctionContract(self.ctx, {name: reachable(value) for name, value in params.items()})
         final = self.exec_block(node.body, state)
+        if self.yielded:
+            # A generator's caller iterates what it yields (`for batch in loader():`)
+            self.returned = Val(items=tuple(self.yielded))
+            if self.recorder is not None:
+                self.recorder.on_return(self.returned)
         exits = self.exits if final.dead else [*self.exits, final]
         if exits:
             # `if cond: return a` / `else: return b` leaves a dead state: what the run did to
@@ -381,6 +387,20 @@ class FunctionInterpreter:
             self.contract.on_return(node, reachable(value))
         self.escaped |= state.escaped
         self.returned_graph |= graph_of(value)
+
+    def on_yield(self, expr: cst.Yield, state: State) -> Value:
+        """A value the generator hands its caller's loop, with what it went through; `yield`
+        itself evaluates to what `send` passes, nothing known."""
+        if isinstance(expr.value, cst.From):
+            value = element_of(self.eval(expr.value.item, state))
+        else:
+            value = self.eval(expr.value, state) if expr.value is not None else Const(None)
+        self.yielded.append(value)
+        if self.recorder is not None:
+            self.recorder.on_saves(state.saves, reachable(value))
+        self.escaped |= state.escaped
+        self.returned_graph |= graph_of(value)
+        return NOT_TENSOR
 
     def eval_statement_expression(self, expr: cst.BaseExpression, state: State) -> None:
         self.discarded = expr  # a call made for its side effects: its arguments are meant to change
@@ -1152,6 +1172,8 @@ class FunctionInterpreter:
             return self.eval_fstring(expr, state)
         if type(expr) is cst.Lambda:
             return self.function_value(self.ctx.lambda_def(expr), state)
+        if type(expr) is cst.Yield:
+            return self.on_yield(expr, state)
         if isinstance(expr, (cst.Set, cst.Await)):
             for child in expr.children:
                 if isinstance(child, cst.BaseExpression):

@@ -96,6 +96,20 @@ class Step:
 
 
 @dataclass(frozen=True, slots=True)
+class ArgumentBackward:
+    """A callee's `loss.backward()` on what its caller passed (`self.backward(gen_loss,
+    dis_loss)`): replayed at the call, on the caller's loss, between the callee's steps."""
+
+    slot: tuple[object, ...]
+    retain: bool
+
+
+# What a run did to training, in order, that its caller must replay: its optimizer steps and
+# its backwards through the caller's graphs.
+TrainingEvent = Step | ArgumentBackward
+
+
+@dataclass(frozen=True, slots=True)
 class ModuleHooks:
     """The hooks put on modules so far on a path, by module ident: full backward hooks make a
     module's inputs and outputs views torch forbids writing; forward hooks (and pre-hooks) are

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from .conditions import Condition
 from .shared import shared
-from .state import NO_HOOKS, ModuleHooks, PendingWrite, SaveRecord, Site, State
+from .state import NO_HOOKS, ModuleHooks, PendingWrite, SaveRecord, Site, State, TrainingEvent
 from .values import DictVal, Module, Val, Value
 
 if TYPE_CHECKING:
@@ -76,6 +76,10 @@ class Summary:
     # Lists and dicts of other scopes the run filled (`engine.enclose`), under their `OUTER`
     # names, with the hidden write that made what they hold stale since, if any.
     outer: dict[str, tuple[Value, PendingWrite | None]] = field(default_factory=dict)
+    training: list[TrainingEvent] = field(default_factory=list)  # steps and backwards of arguments
+    # The graph order each argument carried into the run: a tensor it returns went through the
+    # caller's graph of those arguments whose token its graph holds (`state.data @ w` none).
+    arg_tokens: tuple[int, ...] = ()
 
 
 EMPTY = Summary(params=())

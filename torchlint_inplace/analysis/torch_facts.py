@@ -78,6 +78,7 @@ class TorchFacts:
     inplace_functional_conditions: dict[str, WriteConditions]
     parameter_writing_modules: dict[str, str]
     tensor_functions: frozenset[str]
+    module_returning_functions: frozenset[str]  # `torch.nn.utils.spectral_norm`: returns its module
 
     def is_factory(self, name: str) -> bool:
         return name.startswith(FACTORY_PREFIXES) and name in self.tensor_functions
@@ -143,6 +144,7 @@ def _load(text: str) -> TorchFacts:
         inplace_functional_conditions=_conditions(data["inplace_functional_conditions"]),
         parameter_writing_modules=data["parameter_writing_modules"],
         tensor_functions=frozenset(data["tensor_functions"]),
+        module_returning_functions=frozenset(data["module_returning_functions"]),
     )
 
 

@@ -19,9 +19,9 @@ import libcst as cst
 from .hazards import Hazard, step_reason
 from .imports import dotted
 from .model import Form, Reason
-from .state import SaveRecord, Site, State, Step, next_order
+from .state import ArgumentBackward, SaveRecord, Site, State, Step, next_order
 from .syntax import keyword_of, literal
-from .values import Optimizer, Params, Value, collapse, graph_of
+from .values import Optimizer, Params, Value, collapse, graph_of, tensors_in
 
 if TYPE_CHECKING:
     from .arguments import Args
@@ -37,22 +37,35 @@ class TrainingLoop:
         params = args.get("params", 0)
         return Optimizer(parameter_storages(params) if params is not None else None)
 
-    def backward(self, loss: Value, call: cst.Call, state: State) -> None:
+    def backward(
+        self, loss: Value, call: cst.Call, state: State, retain: bool | None = None, loss_text: str | None = None
+    ) -> None:
+        """`loss.backward()` at `call`; replayed from a callee (`retain` given), the call of the
+        callee and the caller's expression for the loss."""
         graph = graph_of(loss)
         state.escaped |= graph
-        retain = next((arg for arg in call.args if keyword_of(arg) == "retain_graph"), None)
+        if retain is None:
+            flag = next((arg for arg in call.args if keyword_of(arg) == "retain_graph"), None)
+            retain = flag is not None and literal(flag.value) is not False
+        recorder = self.i.recorder
+        slots = recorder.slots_of(frozenset().union(*(t.storages for t in tensors_in(loss)))) if recorder else []
+        if recorder is not None and slots:
+            recorder.summary.training.append(ArgumentBackward(slots[0], retain))
         if graph and state.steps:
-            self.report(loss, call, graph, state)
-        if retain is not None and literal(retain.value) is not False:
+            self.report(loss, call, graph, state, loss_text)
+        if retain:
             state.retained |= graph
         else:
             state.freed |= graph - state.retained
 
-    def report(self, loss: Value, call: cst.Call, graph: frozenset[int], state: State) -> None:
+    def report(
+        self, loss: Value, call: cst.Call, graph: frozenset[int], state: State, loss_text: str | None = None
+    ) -> None:
         records = {
             record.order: record for records in state.saves.values() for record in records if record.order in graph
         }
-        loss_text = self.i.ctx.code_of(call.func.value) if isinstance(call.func, cst.Attribute) else "the loss"
+        if loss_text is None:
+            loss_text = self.i.ctx.code_of(call.func.value) if isinstance(call.func, cst.Attribute) else "the loss"
         path, span_of = self.i.ctx.path, self.i.ctx.span_of
         for step in state.steps:
             earlier = [
@@ -84,7 +97,14 @@ class TrainingLoop:
     def step(self, optimizer: Value, call: cst.Call, state: State) -> None:
         optimizer = collapse(optimizer)
         storages = optimizer.storages if isinstance(optimizer, Optimizer) else None
-        state.steps += (Step(Site(self.i.ctx.path, call), next_order(), storages, state.condition),)
+        self.take(Step(Site(self.i.ctx.path, call), next_order(), storages, state.condition), state)
+
+    def take(self, step: Step, state: State) -> None:
+        """A step on this path, here or in a callee (`self.backward(...)` stepping the
+        discriminator): later backwards here see it, and so do this run's callers."""
+        state.steps += (step,)
+        if self.i.recorder is not None:
+            self.i.recorder.summary.training.append(step)
 
 
 def parameter_storages(value: Value | None) -> frozenset[int] | None:
