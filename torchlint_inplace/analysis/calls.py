@@ -1222,7 +1222,7 @@ class CallEvaluator:
         # What the callee's own tensors were computed from: the arguments as its parameters took
         # them (one typed `torch.LongTensor` brings no graph along).
         passed = Args(values, open=args.open)
-        result = self.materialize(summary.returned, summary, resolve, mapping, passed, state)
+        result = _made_at(self.materialize(summary.returned, summary, resolve, mapping, passed, state), call)
         for name, value in summary.self_updates.items():
             if bound is not None and _same_self(bound, state):
                 state.env[f"self.{name}"] = self.materialize(value, summary, resolve, mapping, passed, state)
@@ -1383,7 +1383,7 @@ class CallEvaluator:
                 dtype=value.dtype,
                 opaque=value.opaque,
                 graph=graph,
-                inference=self.i.inference,
+                inference=self.i.inference or value.inference,  # made under the callee's inference_mode
                 multi_view=value.multi_view,
                 origin=value.origin,
             )
@@ -1470,6 +1470,16 @@ def _with_callee_graph(value: Value, callee: Value | None, renumbered: dict[int,
         rest = value.rest
         return replace(value, entries=entries, rest=with_graph(rest, made) if rest is not None else None)
     return with_graph(value, made)
+
+
+def _made_at(value: Value, call: cst.Call) -> Value:
+    """An inference tensor a callee made under its `@torch.inference_mode()` is, for the caller,
+    made at the call (where the finding says it was created)."""
+    if isinstance(value, Val) and value.items is not None:
+        return replace(value, items=tuple(_made_at(item, call) for item in value.items))
+    if isinstance(value, Val) and value.inference and value.origin is None:
+        return replace(value, origin=call)
+    return value
 
 
 def _per_condition(records: Iterable[SaveRecord]) -> list[SaveRecord]:

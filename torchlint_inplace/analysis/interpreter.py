@@ -44,6 +44,7 @@ from .hazards import (
 from .imports import dotted
 from .instances import Instance
 from .model import Form, Mutation, Reason
+from .params import function_inference_mode
 from .project import FileContext
 from .protocols import Engine
 from .python_types import may_contain, same_object
@@ -225,6 +226,7 @@ class FunctionInterpreter:
         # (an optimizer's states): rebinding a name that holds one of them is not a safe fix.
         self.caller_storages = self.param_storages
         self.grad_enabled = self.outer_grad and self.engine.grad_enabled(self.ctx, node, self.cls)
+        self.inference = self.inference or function_inference_mode(node, self.ctx.imports)
         if self.cls is not None and self.cls.is_autograd_function and node.name.value == "forward":
             positional = [*node.params.posonly_params, *node.params.params]
             self.ctx_name = positional[0].name.value if positional else None

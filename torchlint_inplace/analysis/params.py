@@ -12,6 +12,7 @@ from .classes import ClassInfo
 from .imports import Imports, dotted
 from .syntax import annotation_text, optional_forms
 from .values import Grad
+from .vocabulary import INFERENCE_MODE
 
 _GRAD_OFF_DECORATORS = frozenset(
     {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.inference_mode"}
@@ -41,6 +42,19 @@ def function_grad_enabled(func: cst.FunctionDef, cls: ClassInfo | None, imports:
         if imports.qualname(target) in _GRAD_OFF_DECORATORS:
             return False
     return True
+
+
+def function_inference_mode(func: cst.FunctionDef, imports: Imports) -> bool:
+    """Decorated `@torch.inference_mode()`: what the body makes are inference tensors, which its
+    callers may not write in place outside inference mode (CosyVoice's mel)."""
+    for decorator in func.decorators:
+        target = decorator.decorator
+        call = target if isinstance(target, cst.Call) else None
+        if imports.qualname(call.func if call is not None else target) not in INFERENCE_MODE:
+            continue
+        switch = call.args[0].value if call is not None and call.args else None
+        return not (isinstance(switch, cst.Name) and switch.value == "False")
+    return False
 
 
 def tensor_parameters(func: cst.FunctionDef, cls: ClassInfo | None, is_module: bool) -> dict[str, Grad]:
