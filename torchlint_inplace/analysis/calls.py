@@ -82,6 +82,7 @@ _TORCH_NAMESPACES = frozenset({"torch", "torch.nn.functional", "torch.special", 
 _FUNCTIONAL = "torch.nn.functional"
 _CALLERS = " the caller's"
 # Module methods that return the module itself.
+_LEGACY_VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 _SELF_RETURNING = frozenset(
     {
         "train",
@@ -816,6 +817,10 @@ class CallEvaluator:
     def call_torch(self, qualname: str, call: cst.Call, args: Args, state: State) -> Value:
         if qualname in self.i.facts.module_returning_functions and args.positional:
             return args.positional[0]  # `spectral_norm(nn.Conv2d(...))`: the module, reparametrised
+        if qualname in _LEGACY_VARIABLE and args.positional and is_tensor_val(first := collapse(args.positional[0])):
+            # `Variable(x, requires_grad=True)`: a new leaf on x's data, cut from x's graph
+            leaf = literal_true(args.get("requires_grad", 1)) and self.i.grad_enabled
+            return replace(first, grad=Grad.LEAF if leaf else Grad.NO, graph=frozenset(), hooked=None, origin=call)
         if qualname.startswith(SAFE_INPLACE_PREFIXES):
             return NOT_TENSOR
         if qualname in ("torch.autograd.backward",) and args.positional:
