@@ -59,6 +59,7 @@ TRACER_GAPS = {
         "fail-fast counts a graph still referenced as pending (the target actions', used only through `.detach()`), so the policy step is refused"
     ),
     ("realworld/fepegar_unet_residual/train.py::raises_residual_unet_backward", None): _RULE_BY_TEXT,
+    ("tip003/layers_added_by_a_helper.py::raises_residual_added_in_place", None): _RULE_BY_TEXT,
     ("realworld/singan_generator_steps_stale_fake.py::raises_generator_steps_reuse_fake", "fail-fast"): (
         "fail-fast counts a graph still referenced as pending (`fake`'s, made before the loops and read by the discriminator),"
         " so the discriminator's step is refused before the generator's step that really breaks a later backward"

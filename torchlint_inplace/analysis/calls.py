@@ -18,7 +18,7 @@ import libcst as cst
 
 from .arguments import Args, Binding, evaluate
 from .classes import ClassInfo, FunctionRef
-from .conditions import Condition
+from .conditions import Assumption, Condition
 from .hazards import Hazard, hook_input_reason
 from .imports import dotted
 from .instances import submodules
@@ -423,18 +423,23 @@ class CallEvaluator:
             result = replace(as_tensor(result), hooked=f"the output of `{label}`", origin=call)
         return result
 
-    def apply_sequence(
-        self, items: Sequence[Value], call: cst.Call, args: Args, state: State, keys: Sequence[str] | None = None
-    ) -> Value:
+    def apply_sequence(self, container: Module, call: cst.Call, args: Args, state: State) -> Value:
+        """The layers in order, each named as a user indexes it when the container's items are
+        known one for one (by key, or by index in an `nn.Sequential(a, b, c)`)."""
+        items, keys = container.items or (), container.keys
         value: Value = args.positional[0] if args.positional else NOT_TENSOR
         given = call.args[0].value if call.args else None
         owner = args.callee_text or self.i.ctx.code_of(call.func)
         text = args.input_text
         for index, item in enumerate(items):
             key = keys[index] if keys is not None and index < len(keys) and keys[index].isidentifier() else None
-            layer = f"{owner}.{key}" if key is not None else f"{owner}[{index}]"
-            value = self.call_value(item, call, Args([value], [given], callee_text=layer, input_text=text), state)
-            text = f"{layer}(...)"
+            layer = f"{owner}.{key}" if key is not None else f"{owner}[{index}]" if container.exact else None
+            layer_args = Args([value], [given], callee_text=layer, input_text=text)
+            if isinstance(item, Val) and not item.is_tensor and item.items is None:
+                value = self.opaque_result(layer_args, state, module_call=call)  # a layer not known: still a layer
+            else:
+                value = self.call_value(item, call, layer_args, state)
+            text = f"{layer}(...)" if layer is not None else f"{owner}[...](...)"
         return value
 
     def label(self, call: cst.Call, module: Module, args: Args) -> str:
@@ -538,6 +543,7 @@ class CallEvaluator:
             if len(items) == len(module.items or ())
             else None,
             params=module.params | params,
+            exact=False,  # grown: in a loop of unknown rounds, the rounds the analysis ran
         )
 
     def call_super(self, proxy: Super, method: str, call: cst.Call, args: Args, state: State) -> Value:
@@ -661,6 +667,15 @@ class CallEvaluator:
         first = args.positional[0] if args.positional else None
         if name == "getattr" and len(args.positional) >= 2 and first is not None:
             key = collapse(args.positional[1])
+            if isinstance(key, Sym) and key.default is not None and isinstance(key.default.value, str):
+                # `getattr(nn, activation)()` with `activation='ReLU'` passed down as a default:
+                # the default's class when it holds, and nothing known otherwise
+                default = key.default.value
+                holds = Assumption(key.text, f"== {default!r}", True, repr(default))
+                named = self.call_builtin(
+                    name, call, replace(args, positional=[first, key.default, *args.positional[2:]]), state
+                )
+                return Choice(((frozenset({holds}), named), (frozenset({holds.negated()}), NOT_TENSOR)))
             if isinstance(key, Const) and isinstance(key.value, str):
                 found = self.attribute_of(
                     collapse(first) if not isinstance(first, Choice) else first, key.value, call, state
@@ -1239,6 +1254,10 @@ class CallEvaluator:
         for slot, value in summary.cell_updates.items():
             old = resolve(slot)
             expr = exprs[_argument(slot)] if slot and _argument(slot) < len(exprs) else None
+            if isinstance(value, Module):
+                if expr is not None and len(slot) == 1:
+                    self.i.rebind_container(expr, old, value, state)  # a ModuleList the callee grew
+                continue
             if expr is not None and len(slot) == 1:
                 self.i.rebind_container(
                     expr,

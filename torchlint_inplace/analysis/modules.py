@@ -91,8 +91,16 @@ class ModuleFactory:
                 items.append(value)
         module_items = tuple(item for item in items)
         params = frozenset().union(*(item.params for item in module_items if isinstance(item, Module)))
+        written = isinstance(origin, cst.Call) and not any(arg.star for arg in origin.args)
+        exact = written and len(module_items) == len(args.positional) and keys is None
         return Module(
-            kind, kind, items=module_items, keys=tuple(keys) if keys is not None else None, params=params, origin=origin
+            kind,
+            kind,
+            items=module_items,
+            keys=tuple(keys) if keys is not None else None,
+            params=params,
+            origin=origin,
+            exact=exact,
         )
 
     def inplace_flag(
@@ -206,7 +214,7 @@ class ModuleFactory:
     def apply_torch(self, module: Module, call: cst.Call, args: Args, state: State, label: str) -> Value:
         value = collapse(args.positional[0]) if args.positional else NOT_TENSOR
         if module.kind == "Sequential" and module.items is not None:
-            return self.i.calls.apply_sequence(module.items, call, args, state, module.keys)
+            return self.i.calls.apply_sequence(module, call, args, state)
         if module.kind in _CONTAINERS:
             return NOT_TENSOR
         if not is_tensor(value):

@@ -119,6 +119,12 @@ class SummaryRecorder:
             for index, value in enumerate(params.values())
             if isinstance(value, (Val, DictVal)) and value.cell is not None
         }
+        # A ModuleList or Sequential passed in to be grown (`add_if_not_none(block, layer)`)
+        self.containers = {
+            value.ident: (index,)
+            for index, value in enumerate(params.values())
+            if isinstance(value, Module) and value.is_container
+        }
         self.summary = Summary(params=self.names, slots=self.by_storage)
         self.returns: list[Value] = []
 
@@ -160,6 +166,8 @@ class SummaryRecorder:
                 summary.self_updates[name[5:]] = value
             if isinstance(value, (Val, DictVal)) and value.cell in self.cells:
                 summary.cell_updates[self.cells[value.cell]] = value
+            elif isinstance(value, Module) and value.ident in self.containers:
+                summary.cell_updates[self.containers[value.ident]] = value
         for storage, records in final.saves.items():
             if storage in stable:
                 for record in records:

@@ -196,6 +196,9 @@ class Module:
     flag: cst.CSTNode | None = None  # the literal `True` node to switch off, when there is one
     items: tuple[Value, ...] | None = None  # Sequential / ModuleList / ModuleDict contents
     keys: tuple[str, ...] | None = None  # ModuleDict / named children
+    # `items` are the container's layers one for one, as written (`nn.Sequential(a, b, c)`), not
+    # grown in a loop or spread from a list: a layer may then be named by its index
+    exact: bool = False
     instance: Instance | None = None
     params: frozenset[int] = frozenset()
     ident: int = field(default_factory=fresh_id)
