@@ -1200,7 +1200,9 @@ class CallEvaluator:
                 state.escaped |= value.graph
         made: set[int] = set()
         renumbered: dict[int, int] = {}  # a callee save's order -> the caller's record of it
+        # The callee ran on the instance's parameters; the object it was called on names its own.
         owner = collapse(bound) if bound is not None else None
+        own = owner.own_storages if isinstance(owner, Module) and not _same_self(owner, state) else _unchanged
         if self.i.grad_enabled:
             graph_args = max((grad_of(value) for value in values), default=Grad.NO) > Grad.UNKNOWN
             for slot, records in summary.saves.items():
@@ -1224,8 +1226,6 @@ class CallEvaluator:
                         made.add(order)
                         renumbered.update((r.order, order) for r in records if r.condition == inner.condition)
             for storages, inner in summary.stable_saves:
-                if isinstance(owner, Module) and not _same_self(owner, state):
-                    storages = owner.own_storages(storages)
                 order = self.i.save(
                     state,
                     NOT_TENSOR,
@@ -1233,7 +1233,7 @@ class CallEvaluator:
                     inner.what,
                     call,
                     inner.certain,
-                    storages=storages,
+                    storages=own(storages),
                     condition=inner.condition,
                 ).order
                 made.add(order)
@@ -1288,13 +1288,13 @@ class CallEvaluator:
                     renumbered.update((r.order, order) for r in records if r.condition == inner.condition)
         if made and self.i.grad_enabled:
             result = _with_callee_graph(result, summary.returned, renumbered, frozenset(made))
-        self.replay_training(summary, owner, resolve, exprs, call, state)
+        self.replay_training(summary, own, resolve, exprs, call, state)
         return self.i.defer(summary.deferred, result)
 
     def replay_training(
         self,
         summary: Summary,
-        owner: Value | None,
+        own: Callable[[frozenset[int]], frozenset[int]],
         resolve: Callable[[Slot], Value],
         exprs: list[cst.BaseExpression | None],
         call: cst.Call,
@@ -1305,9 +1305,7 @@ class CallEvaluator:
         `self.edge_model.backward(gen_loss, dis_loss)` steps the discriminator between them)."""
         for event in summary.training:
             if isinstance(event, Step):
-                storages = event.storages
-                if storages is not None and isinstance(owner, Module) and not _same_self(owner, state):
-                    storages = owner.own_storages(storages)
+                storages = own(event.storages) if event.storages is not None else None
                 condition = event.condition | state.condition
                 self.loop.take(replace(event, order=next_order(), storages=storages, condition=condition), state)
                 continue
@@ -1494,6 +1492,10 @@ def _with_callee_graph(value: Value, callee: Value | None, renumbered: dict[int,
         rest = value.rest
         return replace(value, entries=entries, rest=with_graph(rest, made) if rest is not None else None)
     return with_graph(value, made)
+
+
+def _unchanged(storages: frozenset[int]) -> frozenset[int]:
+    return storages
 
 
 def _made_at(value: Value, call: cst.Call) -> Value:

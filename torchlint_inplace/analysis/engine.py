@@ -802,7 +802,7 @@ def _all(summaries: list[Summary]) -> list[Summary]:
     return list(seen.values())
 
 
-def _fresh(value: Value, token: frozenset[int] = frozenset()) -> Value:
+def _fresh(value: Value, token: frozenset[int]) -> Value:
     """An argument as the callee sees it: the same abstract value, with storages of its own, and
     for graph only `token`, which what the callee computes from it carries along
     (`Summary.arg_tokens`)."""

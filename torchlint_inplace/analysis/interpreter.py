@@ -233,15 +233,13 @@ class FunctionInterpreter:
             self.contract = FunctionContract(self.ctx, {name: reachable(value) for name, value in params.items()})
         final = self.exec_block(node.body, state)
         if self.yielded:
-            # A generator's caller iterates what it yields (`for batch in loader():`)
-            self.returned = Val(items=tuple(self.yielded))
-            if self.recorder is not None:
-                self.recorder.on_return(self.returned)
+            self.returned = Val(items=tuple(self.yielded))  # what its caller's loop iterates
         exits = self.exits if final.dead else [*self.exits, final]
         if exits:
             # `if cond: return a` / `else: return b` leaves a dead state: what the run did to
-            # `self`, its arguments' lists and the parameters it saved is on the paths' exits.
-            final = merge_states(exits)
+            # `self`, its arguments' lists and the parameters it saved is on the paths' exits
+            # (each return's a copy already; a lone one needs no merge).
+            final = exits[0] if len(exits) == 1 else merge_states(exits)
         if self.contract is not None:
             self.sink.extend((mutation, frozenset()) for mutation in self.contract.mutations())
         if self.recorder is not None:
@@ -383,7 +381,6 @@ class FunctionInterpreter:
         self.returned = value if self.returned is None else merge_values(self.returned, value)
         self.exits.append(state.copy())
         if self.recorder is not None:
-            self.recorder.on_return(value)
             self.recorder.on_saves(state.saves, reachable(value))
         if self.contract is not None:
             self.contract.on_return(node, reachable(value))

@@ -126,7 +126,6 @@ class SummaryRecorder:
             if isinstance(value, Module) and value.is_container
         }
         self.summary = Summary(params=self.names, slots=self.by_storage)
-        self.returns: list[Value] = []
 
     def slots_of(self, storages: frozenset[int]) -> list[Slot]:
         return sorted({self.by_storage[storage] for storage in storages if storage in self.by_storage}, key=repr)
@@ -146,9 +145,6 @@ class SummaryRecorder:
             if candidate not in self.summary.writes:
                 self.summary.writes.append(candidate)
                 self.summary.writes_arguments = True
-
-    def on_return(self, value: Value) -> None:
-        self.returns.append(value)
 
     def on_saves(self, saves: dict[int, frozenset[SaveRecord]], returned: frozenset[int]) -> None:
         for storage, records in saves.items():

@@ -48,9 +48,10 @@ class TrainingLoop:
             flag = next((arg for arg in call.args if keyword_of(arg) == "retain_graph"), None)
             retain = flag is not None and literal(flag.value) is not False
         recorder = self.i.recorder
-        slots = recorder.slots_of(frozenset().union(*(t.storages for t in tensors_in(loss)))) if recorder else []
-        if recorder is not None and slots:
-            recorder.summary.training.append(ArgumentBackward(slots[0], retain))
+        if recorder is not None:  # a backward of what the caller passed: the caller replays it
+            slots = recorder.slots_of(frozenset().union(*(tensor.storages for tensor in tensors_in(loss))))
+            if slots:
+                recorder.summary.training.append(ArgumentBackward(slots[0], retain))
         if graph and state.steps:
             self.report(loss, call, graph, state, loss_text)
         if retain:

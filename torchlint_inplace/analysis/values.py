@@ -147,7 +147,8 @@ class Func:
     # The lists and dicts of its enclosing scope a nested function fills, as they were when it
     # was defined: a hook registered there may run anywhere the module runs. (Capturing all it
     # reads made a helper's perturbation of `x.data` in torch's gradcheck look like a write to a
-    # leaf, as a generator's yields and a returned `.data` alias are not followed.)
+    # leaf, when neither a generator's yields nor a returned `.data` alias were followed; the
+    # yields are now, and capturing more has not been tried again.)
     closure: tuple[tuple[str, Value], ...] = ()
 
 
