@@ -106,6 +106,10 @@ Keys of the JSON document
     attention) get that many same-shaped tensors, and only the first is "input".
     A module returning a tuple also has ``"outputs"``: its structure as nested lists,
     each tensor ``true`` when it is the one saved (LSTM: ``[true, [false, false]]``).
+    A module whose output is its input, or a view of it (``Identity``, ``Flatten``), has
+    ``"aliases_input": true``: writing its output in place writes the caller's tensor.
+    A module that saves another of its inputs has ``"saved_arguments"``: their positions
+    (``BCELoss`` saves its target, position 1).
 ``modules_not_probed``
     Module classes that no template could construct and run.
 ``inplace_module_saves``
@@ -262,6 +266,9 @@ MODULE_INPUT_SHAPES: tuple[tuple[int, ...], ...] = (
 )
 # Losses, attention and bilinear layers take several same-shaped inputs.
 MODULE_INPUT_COUNTS = (1, 2, 3)
+# Input values: away from zero (log, division), then inside (0, 1) for the probability losses
+# (BCELoss refuses values above 1).
+MODULE_INPUT_RANGES: tuple[tuple[float, float], ...] = ((0.5, 1.5), (0.1, 0.9))
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -750,10 +757,10 @@ def probe_module(cls: type) -> dict[str, Any] | None:
             module = cls(*ctor)
         except Exception:
             continue
-        for shape, count in itertools.product(MODULE_INPUT_SHAPES, MODULE_INPUT_COUNTS):
+        for (low, high), shape, count in itertools.product(MODULE_INPUT_RANGES, MODULE_INPUT_SHAPES, MODULE_INPUT_COUNTS):
             torch.manual_seed(0)
-            data = (torch.rand(shape) + 0.5).requires_grad_(True)
-            others = [torch.rand(shape) + 0.5 for _ in range(count - 1)]
+            data = (torch.rand(shape) * (high - low) + low).requires_grad_(True)
+            others = [torch.rand(shape) * (high - low) + low for _ in range(count - 1)]
             try:
                 result, packed = run_saving(lambda: module(data, *others))
             except Exception:
@@ -766,9 +773,15 @@ def probe_module(cls: type) -> dict[str, Any] | None:
                 saved.append("input")
             if any(storage_of(t) in packed and storage_of(t) != storage_of(data) for t in outputs):
                 saved.append("result")
-            if isinstance(result, torch.Tensor):
-                return {"saves": saved}
-            return {"saves": saved, "outputs": output_structure(result, packed, data)}
+            entry: dict[str, Any] = {"saves": saved}
+            saved_arguments = [index for index, other in enumerate(others, 1) if storage_of(other) in packed]
+            if saved_arguments:
+                entry["saved_arguments"] = saved_arguments
+            if not isinstance(result, torch.Tensor):
+                entry["outputs"] = output_structure(result, packed, data)
+            elif storage_of(result) == storage_of(data) and not issubclass(cls, torch.nn.Sequential):
+                entry["aliases_input"] = True  # a container's output is its layers' (an empty one's, its input)
+            return entry
     return None
 
 

@@ -583,6 +583,8 @@ OTHER_TABLES = frozenset(
         "view_attributes",
         "module_saves",
         "module_outputs",
+        "modules_aliasing_input",
+        "module_saved_arguments",
         "module_returning_functions",
         "module_parameters",
         "inplace_module_saves",

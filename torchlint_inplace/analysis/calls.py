@@ -18,7 +18,7 @@ import libcst as cst
 
 from .arguments import Args, Binding, evaluate
 from .classes import ClassInfo, FunctionRef
-from .conditions import Assumption, Condition
+from .conditions import OPTION, Assumption, Condition, consistent
 from .hazards import Hazard, hook_input_reason
 from .imports import dotted
 from .instances import submodules
@@ -66,6 +66,7 @@ from .values import (
 )
 from .vocabulary import (
     CONTAINER_FILLING_METHODS,
+    EXPANDING_VIEWS,
     NON_CONTIGUOUS_VIEWS,
     NON_TENSOR_METHODS,
     RECEIVER_METADATA_METHODS,
@@ -81,8 +82,14 @@ _INTEGER_METHODS = frozenset({"long", "int", "bool", "short", "byte", "char"})
 _TORCH_NAMESPACES = frozenset({"torch", "torch.nn.functional", "torch.special", "torch.linalg", "torch.fft"})
 _FUNCTIONAL = "torch.nn.functional"
 _CALLERS = " the caller's"
-# Module methods that return the module itself.
 _LEGACY_VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+# `torch.FloatTensor(n)`: the typed constructors of old code, an uninitialised tensor like `torch.empty`
+_LEGACY_CONSTRUCTORS = frozenset(
+    f"{namespace}.{kind}Tensor"
+    for namespace in ("torch", "torch.cuda")
+    for kind in ("", "Float", "Double", "Half", "BFloat16", "Byte", "Char", "Short", "Int", "Long", "Bool")
+)
+# Module methods that return the module itself.
 _SELF_RETURNING = frozenset(
     {
         "train",
@@ -171,7 +178,9 @@ class CallEvaluator:
 
     def call_value(self, callee: Value, call: cst.Call, args: Args, state: State) -> Value:
         if isinstance(callee, Choice):
-            return self.each_option(callee, lambda option, branch: self.call_value(option, call, args, branch), state)
+            return self.each_option(
+                callee, lambda option, branch: self.call_value(option, call, args, branch), state, call
+            )
         if isinstance(callee, Module):
             return self.apply_module(callee, call, args, state)
         if isinstance(callee, Partial):
@@ -188,13 +197,20 @@ class CallEvaluator:
                 return self.call_project(callee.ref, call, args, state, callee.bound, closure=callee.closure)
         return self.opaque_result(args, state)
 
-    def each_option(self, choice: Choice, call: Callable[[Value, State], Value], state: State) -> Value:
+    def each_option(
+        self, choice: Choice, call: Callable[[Value, State], Value], state: State, site: cst.CSTNode
+    ) -> Value:
         """Call each option of a `Choice` on its own copy of the path, under its condition; the
-        paths and the results merge afterwards (the options exclude each other)."""
+        paths and the results merge afterwards (the options exclude each other). Options whose
+        conditions do not tell them apart (`norm_layer[0]` of a list grown unknowably: a
+        BatchNorm or an Identity) are told apart by an assumption of their own, never worded,
+        so that what one option saved is not blamed on what another returned."""
         results: list[tuple[Condition, Value]] = []
         states: list[State] = []
         outer = self.i.extra
-        for condition, option in choice.options:
+        for condition, option in _options_apart(choice, site):
+            if not consistent(state.condition | outer | condition):
+                continue  # excluded on this path (`self.stride > 1` tested, the Identity built for stride 1)
             branch = state.copy()
             self.i.extra = outer | condition
             try:
@@ -203,19 +219,28 @@ class CallEvaluator:
                 self.i.extra = outer
             states.append(branch)
         state.adopt(states, [value for _, value in results])
+        # Each result under its option's condition (what the merged ones share, once merged), so
+        # that a tensor keeps the condition of the option that returned it (`bound_when`).
         merged: Value | None = None
+        when: Condition = frozenset()
         for condition, value in results:
-            merged = value if merged is None else merge_values(merged, value, condition, frozenset())
+            if merged is None:
+                merged, when = value, condition
+            else:
+                merged, when = merge_values(merged, value, when, condition), when & condition
         return merged if merged is not None else NOT_TENSOR
 
     def call_on(
         self, receiver: Value, receiver_expr: cst.BaseExpression, method: str, call: cst.Call, args: Args, state: State
     ) -> Value:
         """`receiver.method(...)`."""
-        self.i.note_blind(receiver_expr, receiver)
+        self.i.note_blind(receiver_expr, receiver, writes=method in self.i.facts.inplace_methods)
         if isinstance(receiver, Choice) and not tensors_in(receiver):
             return self.each_option(
-                receiver, lambda option, branch: self.call_on(option, receiver_expr, method, call, args, branch), state
+                receiver,
+                lambda option, branch: self.call_on(option, receiver_expr, method, call, args, branch),
+                state,
+                call,
             )
         receiver = collapse(receiver)
         if is_tensor_val(receiver):
@@ -258,7 +283,8 @@ class CallEvaluator:
         if method == "apply":
             return self.call_autograd_function(receiver_expr, call, args, state)
         if method in ("parameters", "named_parameters"):
-            return _named(Params(None)) if method == "named_parameters" else Params(None)
+            params = Params(None, origin=call)
+            return _named(params) if method == "named_parameters" else params
         if isinstance(receiver, Sym) and not args.tensors():
             return Sym(f"{receiver.text}.{method}()")
         return self.opaque_result(args, state)
@@ -459,7 +485,7 @@ class CallEvaluator:
         if method in _SELF_RETURNING:
             return module
         if method in ("parameters", "named_parameters", "buffers"):
-            params = Params(module.params if module.kind is not None or module.instance is not None else None)
+            params = Params(module.params if module.kind is not None or module.instance is not None else None, call)
             return _named(params) if method == "named_parameters" else params
         if method in ("modules", "children", "named_modules", "named_children"):
             own = None
@@ -851,7 +877,9 @@ class CallEvaluator:
         if namespace not in _TORCH_NAMESPACES:
             return self.opaque_result(args, state) if namespace.startswith("torch") else NOT_TENSOR
         facts = self.i.facts
-        if namespace == "torch" and facts.is_factory(short):
+        if (namespace == "torch" and facts.is_factory(short)) or (
+            qualname in _LEGACY_CONSTRUCTORS and not args.tensors()
+        ):
             requires_grad = literal_true(args.keywords.get("requires_grad"))
             if requires_grad and self.i.grad_enabled:
                 return Val(fresh_storage(), Grad.LEAF, origin=call)
@@ -915,7 +943,7 @@ class CallEvaluator:
         overload = facts.overload(short, [is_tensor(value) for value in args.positional], list(args.keywords))
         result = self.result_of(short, overload, [first_value, *args.values()])
         if short in facts.view_methods and is_tensor_val(first_value):
-            result = first_value.view(strided=short in NON_CONTIGUOUS_VIEWS)
+            result = first_value.view(short in NON_CONTIGUOUS_VIEWS, call if short in EXPANDING_VIEWS else None)
         if short in facts.multi_view_methods and is_tensor_val(first_value):
             view = first_value.view(strided=True)
             result = Val(
@@ -1025,7 +1053,7 @@ class CallEvaluator:
         if method == "detach":
             return receiver.detached("detach")
         if method in facts.view_methods:
-            return receiver.view(strided=method in NON_CONTIGUOUS_VIEWS)
+            return receiver.view(method in NON_CONTIGUOUS_VIEWS, call if method in EXPANDING_VIEWS else None)
         if method in facts.multi_view_methods:
             view = receiver.view(strided=True)
             return Val(
@@ -1175,11 +1203,14 @@ class CallEvaluator:
                 # update `x`: reading `x` afterwards is intended. One that returns a new value
                 # (`encode(mel)`) is called for that value, and changing `mel` is its side effect,
                 # unless the call asked for it (`helper(x, functional=False)` takes the branch
-                # that writes).
+                # that writes). A module is called for its output, whatever the statement does
+                # with it: `fmask(spec)` (torchaudio's TimeMasking) is not asked to mask `spec`.
                 new_tensors = [
                     tensor for tensor in tensors_in(summary.returned) if not tensor.storages <= summary.slots.keys()
                 ]
-                updater = (call is self.i.discarded and not new_tensors) or self.asked_for(summary, write, binding)
+                module_call = ref.node.name.value == "forward" and ref.cls is not None
+                discarded = call is self.i.discarded and not new_tensors and not module_call
+                updater = discarded or self.asked_for(summary, write, binding)
                 intended = names_read(argument) if argument is not None and updater else set()
                 action = write.action if write.action.endswith(_CALLERS) else f"{write.action}{_CALLERS}"
                 with self.i.modes():
@@ -1452,6 +1483,20 @@ class CallEvaluator:
             if expr is not None and name in params:
                 texts[name] = self.i.ctx.code_of(expr)
         return texts
+
+
+def _options_apart(choice: Choice, site: object) -> tuple[tuple[Condition, Value], ...]:
+    """The options of `choice`, each with a condition no other option's is consistent with: as
+    they are where their conditions already exclude each other, else each with `option@site ==
+    i` added (the site's identity keeps it the same each time the call is evaluated)."""
+    options = choice.options
+    if all(not consistent(a | b) for index, (a, _) in enumerate(options) for b, _ in options[index + 1 :]):
+        return options
+    subject = f"{OPTION}@{id(site)}"
+    return tuple(
+        (condition | {Assumption(subject, f"== {index}", True)}, option)
+        for index, (condition, option) in enumerate(options)
+    )
 
 
 def _sequence(name: str, value: Value) -> Value:

@@ -16,6 +16,9 @@ TRAINING = "self.training"
 # The subject of the assumption that a method its class's other methods call, but none reached
 # with the configuration analysed, runs at all (its `test` is the method's name).
 REACHED = "reached"
+# The subject of the assumptions that tell apart the options of a `Choice` its own conditions do
+# not (`== 0`, `== 1`: one per option, exclusive as equalities are).
+OPTION = "option"
 
 
 @dataclass(frozen=True, order=True, slots=True)
@@ -82,8 +85,8 @@ def _worth_saying(assumption: Assumption) -> bool:
     backward() needs, yet a reader deserves to know a finding depends on it."""
     if assumption.subject == TRAINING:
         return True
-    if assumption.key == RECORDING.key:
-        return False  # the hazards it matters to are not reported without it
+    if assumption.key == RECORDING.key or assumption.subject.startswith(OPTION):
+        return False  # the hazards it matters to are not reported without it; an option's is bookkeeping
     return assumption.against_default or assumption.default is None
 
 

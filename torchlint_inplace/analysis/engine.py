@@ -106,13 +106,17 @@ class Engine:
             return Klass(name, ref=ctx.classes[name])
         if name in ctx.functions:
             return Func(name, ref=FunctionRef(ctx.path, ctx.functions[name]))
+        # Bound after any import of it; while that binding is evaluated, the name is still the
+        # import (`model = model.RNNModel(...)`).
+        if name in ctx.assignments and (ctx.path, name) not in self._evaluating:
+            return self.module_level(ctx, name)
         qualname = ctx.imports.aliases.get(name)
         if qualname is not None and qualname.split(".")[0] in _LIBRARIES:
             return self.torch_value(_canonical(ctx, name))
         if name in ctx.imports.relative or qualname is not None:
             return self.imported(ctx, name)
         if name in ctx.assignments:
-            return self.module_level(ctx, name)
+            return NOT_TENSOR  # read while its own value is evaluated
         if name in _BUILTINS:
             return Func(name, qualname=f"builtins.{name}")
         return NOT_TENSOR
@@ -453,6 +457,7 @@ class Engine:
             name: (value, final.stale.get(name)) for name, value in final.env.items() if name.startswith(OUTER)
         }
         summary.blind = child.blind
+        summary.blind_writes = child.blind_writes
         summary.hookable = child.hookable
         summary.mutations = child.mutations(returned_escapes=not call_site)
         summary.deferred = child.deferred() if call_site else []
@@ -650,8 +655,7 @@ class Engine:
         finding only its callers can prove (its argument's grad is not known here), uses an
         argument nobody here passes, or writes in place where a caller's module backward hook
         would forbid it: whether that breaks anything depends on its callers."""
-        here = key_of(ctx.path)
-        mine = [summary for summary in _all(self.reached) if summary.path == here]
+        mine = self.runs_of(ctx)
         return any(
             summary.writes_arguments
             or summary.builds_inplace
@@ -659,6 +663,26 @@ class Engine:
             or any(not m.certain for m in summary.mutations)
             for summary in mine
         ) or (any(summary.hookable for summary in mine) and self.project.hooks_modules(ctx))
+
+    def writes_arguments(self, ctx: FileContext, through: str | None = None) -> bool:
+        """A function of the file writes its arguments, or ones nobody here passes (`through`:
+        with that file's code, a caller file handing on the checked file's write): their owner
+        is its callers'."""
+        return any(summary.writes_arguments or summary.blind_writes for summary in self.runs_of(ctx, through))
+
+    def hands_on(self, ctx: FileContext, through: str) -> bool:
+        """A caller file's runs with the checked file's code write their arguments, or use
+        arguments nobody passed (CosyVoice's flow model, built by the script that builds the
+        caller): what they are given decides."""
+        return any(summary.writes_arguments or summary.blind for summary in self.runs_of(ctx, through))
+
+    def runs_of(self, ctx: FileContext, through: str | None = None) -> list[Summary]:
+        here = key_of(ctx.path)
+        return [
+            summary
+            for summary in _all(self.reached)
+            if summary.path == here and (through is None or through in summary.files)
+        ]
 
     def method_receiver(self, ctx: FileContext, cls: ClassInfo | None, node: cst.FunctionDef) -> Value | None:
         if cls is None or cls.is_autograd_function or _is_static(node):
@@ -674,11 +698,27 @@ class Engine:
 
     def entry_run(self, ctx: FileContext, ref: FunctionRef, bound: Value | None) -> list[Summary]:
         interp = FunctionInterpreter(self, ctx)
-        args = Args(keywords=self.entry_arguments(ctx, ref))
+        args = self.with_varargs(ref, self.entry_arguments(ctx, ref))
         run = self.run(
             interp, ref, args, bound, State(), call_site=False
         )  # nobody known calls it: its options stay open
         return [run[0]] if run is not None else []
+
+    def with_varargs(self, ref: FunctionRef, keywords: dict[str, Value]) -> Args:
+        """A `forward(self, *xs)` nobody known calls is given activations in its varargs, two
+        tensors of their own (MiDaS's fusion block reads `xs[0]` and `xs[1]`): its declared
+        parameters are then passed by position, where each holds an activation already."""
+        node, cls = ref.node, ref.cls
+        star = node.params.star_arg
+        if not isinstance(star, cst.Param) or cls is None or not is_entry(node, cls, self.is_module(cls)):
+            return Args(keywords=keywords)
+        declared = [param.name.value for param in (*node.params.posonly_params, *node.params.params)][1:]
+        if any(name not in keywords for name in declared) or star.annotation is not None:
+            return Args(keywords=keywords)
+        rest = {name: value for name, value in keywords.items() if name not in declared}
+        positional = [keywords[name] for name in declared]
+        positional += [Val(fresh_storage(), Grad.MAYBE, origin=node) for _ in range(2)]
+        return Args(positional, [None] * len(positional), rest)
 
     def entry_arguments(self, ctx: FileContext, ref: FunctionRef) -> dict[str, Value]:
         """What a function's parameters hold when no caller is known: a `forward`'s arguments are
@@ -858,6 +898,7 @@ def _abstract(value: Value, coarse: bool = False) -> object:
                 value.dtype,
                 value.fresh_buffer,
                 value.strided,
+                value.expanded is not None,
                 value.opaque,
                 items,
             )

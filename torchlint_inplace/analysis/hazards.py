@@ -128,7 +128,16 @@ def _at(found: Located, path: str) -> str:
     return f"line {span.start.line}" if where == path else f"line {span.start.line} of {Path(where).name}"
 
 
-def leaf_reason(path: str, found: Located) -> Reason:
+def leaf_reason(path: str, found: Located, handed_out: str | None = None) -> Reason:
+    """`handed_out`: the method that gave the leaf (`parameters`), where it was not created."""
+    if found is not None and handed_out is not None:
+        return Reason(
+            f"it is a parameter from `.{handed_out}()` at {_at(found, path)}, a leaf tensor that requires grad; "
+            f"this raises at once: '{LEAF_ERROR}'",
+            RAISES_NOW_LEAF,
+            (Related(found[0], found[1], f"the parameters are handed out by `.{handed_out}()` here"),),
+            "wrap the write in `with torch.no_grad():`, or write `p.data`",
+        )
     if found is None:
         return Reason(
             f"it is a leaf tensor that requires grad (a parameter, or made with requires_grad=True); this raises at once: '{LEAF_ERROR}'",
@@ -174,6 +183,17 @@ def step_reason(path: str, loss: str, built: Span, later_backward: Span) -> Reas
             Related(path, later_backward, "and backpropagated through here, after it"),
         ),
         "call every backward() through a graph before stepping, or recompute the forward after step()",
+    )
+
+
+def expanded_reason(target: str, path: str, found: Located) -> Reason:
+    return Reason(
+        f"`{target}` is a view made by `expand`{_where(found, path)}, whose entries share one memory: the write lands in every entry "
+        "(torch refuses most in-place ops on it, 'unsupported operation: more than one element of the "
+        "written-to tensor refers to a single memory location'; an index assignment silently writes them all)",
+        "silently changes every expanded entry",
+        _made_here(found, "the `expand` view is made here"),
+        "make the entries their own tensors first: `.clone()` after `expand`, or `repeat` instead of `expand`",
     )
 
 

@@ -32,6 +32,12 @@ def dotted(expr: cst.BaseExpression) -> str | None:
     return ".".join(reversed(parts))
 
 
+def is_torch(qualname: str) -> bool:
+    """Whether a dotted name is torch's own: `torchaudio`, `torchvision` and `torchgeo` are other
+    packages, and a project's own files where it holds them (linting torchaudio itself)."""
+    return qualname == "torch" or qualname.startswith("torch.")
+
+
 def _module_name(node: cst.BaseExpression) -> str:
     return dotted(node) or ""
 

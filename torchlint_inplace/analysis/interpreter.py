@@ -32,6 +32,7 @@ from .classes import ClassInfo, FunctionRef
 from .conditions import RECORDING, TRAINING, Assumption, Condition, against_defaults, consistent, records_nothing
 from .hazards import (
     Hazard,
+    expanded_reason,
     hidden_reason,
     hooked_reason,
     inference_reason,
@@ -180,6 +181,7 @@ class FunctionInterpreter:
         # Set when an argument nobody passed is used as an object (`tensor.clone()` on an
         # unannotated parameter): what this run proves depends on what callers pass.
         self.blind = False
+        self.blind_writes = False  # wrote in place into an argument nobody passed
         # Set when the run writes in place a tensor that requires grad and nothing here forbids
         # it: a caller that puts a full backward hook on the module around it makes that a view
         # torch refuses to write (Grad-CAM tools hooking a layer of the model).
@@ -740,6 +742,7 @@ class FunctionInterpreter:
             return
         if type(target) is cst.Subscript:
             base = self.eval(target.value, state)
+            self.note_blind(target.value, base, writes=True)  # `pitch[mask] = nan` on an argument nobody passed
             self.eval_slices(target, state)
             if is_tensor(base) and not string_index(target) and not self.slot_of_opaque(base, target, state):
                 self.write(
@@ -1045,6 +1048,18 @@ class FunctionInterpreter:
             return None
         return Assumption(text, test_text, holds)
 
+    def assumed_truth(self, test: cst.Comparison, subject: Value, subject_test: tuple[str, bool] | None) -> Value:
+        """A comparison of a configuration value as a value: True where it holds and False where
+        it fails, under the assumption a branch on it makes, so that a helper returning it
+        (`exists(dim_in)`: `val is not None`) decides its caller's branch (`Linear if exists(dim_in)
+        else Identity` are two modules, not one that is both)."""
+        if not isinstance(subject, Sym):
+            return NOT_TENSOR
+        assumption = self.assumption(test, test.left, subject, subject_test)
+        if assumption is None:
+            return NOT_TENSOR
+        return Choice(((frozenset({assumption}), Const(True)), (frozenset({assumption.negated()}), Const(False))))
+
     def default_verdict(self, test: cst.BaseExpression, default: Const) -> bool | None:
         """What the test gives when its configuration value takes its default."""
         if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
@@ -1154,7 +1169,9 @@ class FunctionInterpreter:
             if len(operands) == 2:
                 symbol, compare = _COMPARISONS.get(type(expr.comparisons[0].operator), ("", None))
                 verdict = _compare(compare, symbol, operands[0], operands[1]) if compare is not None else None
-                return Const(verdict) if verdict is not None else NOT_TENSOR
+                if verdict is not None:
+                    return Const(verdict)
+                return self.assumed_truth(expr, operands[0], _subject_test(symbol, operands[1]))
             return NOT_TENSOR
         if type(expr) is cst.BooleanOperation:
             left, right = self.eval(expr.left, state), self.eval(expr.right, state)
@@ -1363,9 +1380,10 @@ class FunctionInterpreter:
             bounds.append(value.value)
         return slice(*bounds)
 
-    def note_blind(self, expr: cst.BaseExpression, value: Value) -> None:
+    def note_blind(self, expr: cst.BaseExpression, value: Value, writes: bool = False) -> None:
         if isinstance(value, Sym) and isinstance(expr, cst.Name) and expr.value in self.param_names:
             self.blind = True
+            self.blind_writes |= writes
 
     def eval_slices(self, expr: cst.Subscript, state: State) -> tuple[bool, Value | None]:
         """Whether the subscript indexes with tensors (advanced indexing), and its one index's
@@ -1605,6 +1623,9 @@ class FunctionInterpreter:
         written = written or self.ctx.code_of(target_expr)
         site = site or Site(self.ctx.path, node)
         condition = condition | state.condition | self.extra
+        target = target.held_when(condition)
+        if not target.is_tensor:
+            return
         if self.recorder is not None:
             from .summaries import ParamWrite
 
@@ -1626,6 +1647,11 @@ class FunctionInterpreter:
             self.hookable = True
         if hazard is None and overlap is not None:
             hazard = Hazard(True, lambda: overlap, silent=True)
+        if (
+            hazard is None and target.expanded is not None and self.grad_enabled
+        ):  # as stale reads (the pre-pass relies on it)
+            expand, path = target.expanded, self.ctx.path
+            hazard = Hazard(True, lambda: expanded_reason(written, path, self.engine.locate(expand, path)), silent=True)
         if hazard is not None:
             condition |= hazard.condition
             name = target_expr.value if isinstance(target_expr, cst.Name) else None
@@ -1679,7 +1705,8 @@ class FunctionInterpreter:
         if target.inference and not self.inference:
             return Hazard(True, lambda: inference_reason(path, locate(origin, path)), refused=True)
         if target.grad is Grad.LEAF and self.grad_enabled:
-            return Hazard(True, lambda: leaf_reason(path, locate(origin, path)), refused=True)
+            handed_out = _handing_out(origin)
+            return Hazard(True, lambda: leaf_reason(path, locate(origin, path), handed_out), refused=True)
         if target.hooked is not None and target.grad > Grad.NO and self.grad_enabled:
             label = target.hooked
             return Hazard(True, lambda: hooked_reason(label, path, locate(origin, path)), refused=True)
@@ -1687,7 +1714,8 @@ class FunctionInterpreter:
             method = target.multi_view
             certain = target.grad > Grad.UNKNOWN
             return Hazard(certain, lambda: multi_view_reason(path, method, locate(origin, path)), refused=certain)
-        records = [record for record in state.saves_of(target) if consistent(record.condition | state.condition)]
+        # under the option a `Choice` call runs too (`self.act2` is ReLU only where `norm_head` is not)
+        records = [r for r in state.saves_of(target) if consistent(r.condition | state.condition | self.extra)]
         if not records:
             return None
         certain_records = [record for record in records if record.certain]
@@ -1980,6 +2008,14 @@ def _compare(compare: Callable[[Any, Any], bool], symbol: str, left: Value, righ
         values = [item.value for item in right.items if isinstance(item, Const)]
         if len(values) == len(right.items):
             return compare(left.value, tuple(values))
+    return None
+
+
+def _handing_out(origin: cst.CSTNode | None) -> str | None:
+    """The method a leaf came from when it was handed out, not made: `model.parameters()`."""
+    if type(origin) is cst.Call and type(origin.func) is cst.Attribute:
+        method = origin.func.attr.value
+        return method if method in ("parameters", "named_parameters") else None
     return None
 
 

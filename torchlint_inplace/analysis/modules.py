@@ -247,6 +247,8 @@ class ModuleFactory:
                 written=args.input_text,
             )
             result = value
+        elif kind in self.facts.modules_aliasing_input:
+            result = value  # `nn.Identity()` hands back the caller's tensor: a write to it writes theirs
         else:  # out of place, or an inplace flag the module ignores (AlphaDropout)
             # A module that saves its input does so for its own weights: its output requires grad.
             grad = Grad.MAYBE if ("input" in saves or module.params) and self.i.grad_enabled else None
@@ -262,6 +264,12 @@ class ModuleFactory:
                 # autograd saves a copy of the input it is about to overwrite.)
                 argument = self.i.ctx.code_of(call.args[0].value) if call.args else "its input"
                 made.add(self.i.save(state, value, label, argument, call).order)
+            for position in self.facts.module_saved_arguments.get(kind, ()):
+                # `criterion(output, label)`: BCELoss keeps the label its gradient is taken against
+                other = collapse(args.positional[position]) if position < len(args.positional) else NOT_TENSOR
+                if isinstance(other, Val) and other.is_tensor and not writes:
+                    text = self.i.ctx.code_of(call.args[position].value) if position < len(call.args) else "its target"
+                    made.add(self.i.save(state, other, label, text, call).order)
             if "result" in saves and (value.grad > Grad.NO or module.params):
                 # A module with weights saves its output for their gradient whatever its input (LSTM)
                 certain = value.grad > Grad.UNKNOWN or bool(module.params)

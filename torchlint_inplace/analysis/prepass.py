@@ -79,7 +79,7 @@ from typing import Any
 from .. import source
 from ..recursion import deep_recursion
 from .classes import AUTOGRAD_FUNCTION_BASES
-from .imports import _CANONICAL_PREFIXES
+from .imports import _CANONICAL_PREFIXES, is_torch
 from .project import _module_file, absolute_import_bases, key_of
 from .torch_facts import torch_facts
 from .vocabulary import GRAD_OFF as _GRAD_OFF
@@ -253,7 +253,7 @@ def _project_imports(path: Path, imports: list[_Import]) -> list[_ProjectImport]
             for _ in range(item.level - 1):
                 base = base.parent
             target = _module_file(base, item.module, item.name)
-        elif (item.module or item.name).startswith("torch"):
+        elif is_torch(item.module or item.name):
             continue
         else:
             target = next(filter(None, (_module_file(base, item.module, item.name) for base in bases)), None)

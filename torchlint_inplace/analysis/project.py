@@ -25,7 +25,7 @@ from .. import layout, source
 from ..diagnostics import Span
 from .classes import ClassInfo, FunctionRef
 from .dataclass_init import dataclass_decorator, generated_init, nodes_of
-from .imports import Imports, dotted
+from .imports import Imports, dotted, is_torch
 from .positions import Positions, positions_of
 from .reparse import Parsed, reparse
 from .syntax import Words, filled_names, words_of
@@ -251,18 +251,47 @@ def index_module(path: str, module: cst.Module) -> FileContext:
         if id(node) in top_level or node.name.value not in ctx.classes:
             ctx.classes[info.name] = info
     ctx.bodies = [(node, ctx.class_nodes.get(id(owner)) if owner is not None else None) for node, owner in functions]
-    for statement in module.body:
-        if isinstance(statement, cst.SimpleStatementLine):
-            for small in statement.body:
-                if isinstance(small, cst.Assign):
-                    for target in small.targets:
-                        if isinstance(target.target, cst.Name):
-                            ctx.assignments[target.target.value] = small.value
-                elif (
-                    isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name)
-                ):
-                    ctx.assignments[small.target.value] = small.value
+    for statement in _module_level(module.body):
+        for small in statement.body:
+            if isinstance(small, cst.Assign):
+                for target in small.targets:
+                    if isinstance(target.target, cst.Name):
+                        ctx.assignments[target.target.value] = small.value
+            elif isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
+                ctx.assignments[small.target.value] = small.value
+            elif isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
+                for alias in small.names:
+                    ctx.assignments.pop(_bound_by(alias), None)  # imported again: the import holds
     return ctx
+
+
+def _module_level(body: Sequence[cst.CSTNode]) -> Iterator[cst.SimpleStatementLine]:
+    """The module's simple statements in source order, those under its `if`/`else`, `with` and
+    `try` bodies too (`if args.model == "LSTM": model = model.RNNModel(...)` rebinds the imported
+    `model`; the last binding in the file is the one its functions read), not those of `except`
+    handlers (`except ImportError: amp = None` is the fallback, not the import's replacement)."""
+    for statement in body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            yield statement
+        elif isinstance(statement, cst.If):
+            yield from _module_level(_body(statement.body))
+            orelse = statement.orelse
+            if isinstance(orelse, cst.If):
+                yield from _module_level((orelse,))
+            elif orelse is not None:
+                yield from _module_level(_body(orelse.body))
+        elif isinstance(statement, cst.With):
+            yield from _module_level(_body(statement.body))
+        elif isinstance(statement, cst.Try):
+            yield from _module_level(_body(statement.body))
+
+
+def _bound_by(alias: cst.ImportAlias) -> str:
+    """The name `import a.b`, `import a as b` or `from m import a` binds."""
+    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+        return alias.asname.name.value
+    name = dotted(alias.name) or ""
+    return name.split(".")[0]
 
 
 class Project:
@@ -580,7 +609,7 @@ def _find_imported_file(ctx: FileContext, local: str) -> tuple[Path, str] | None
             base = base.parent
         return _module_file(base, module, name)
     qualname = ctx.imports.aliases.get(local)
-    if qualname is None or qualname.startswith("torch"):
+    if qualname is None or is_torch(qualname):
         return None
     module, _, name = qualname.rpartition(".")
     for base in absolute_import_bases(here):

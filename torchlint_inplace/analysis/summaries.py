@@ -63,6 +63,7 @@ class Summary:
     builds_inplace: bool = False  # returns or binds a module that writes its input: callers decide the damage
     writes_arguments: bool = False
     blind: bool = False  # used an argument nobody passed as an object: callers may prove more
+    blind_writes: bool = False  # wrote one in place (`pitch[mask] = nan`): its owner may be further up
     hookable: bool = False  # wrote a tensor in place that a caller's module backward hook makes a view
     node: cst.FunctionDef | None = None  # the function this is a run of
     path: str = ""  # the file it lives in

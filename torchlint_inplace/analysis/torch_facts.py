@@ -70,6 +70,10 @@ class TorchFacts:
     # A module returning a tuple: its structure, `True` where the tensor is the saved one
     # (LSTM: `[True, [False, False]]`, its output saved, not `(h_n, c_n)`).
     module_outputs: dict[str, OutputStructure]
+    # Modules whose output is their input or a view of it (Identity, Flatten)
+    modules_aliasing_input: frozenset[str]
+    # The positions of other inputs a module saves for backward (BCELoss its target, 1)
+    module_saved_arguments: dict[str, frozenset[int]]
     module_parameters: frozenset[str]
     # In place the saves differ; None: the probe saw no write (the flag is ignored) or could not run
     inplace_module_saves: dict[str, frozenset[str] | None]
@@ -137,6 +141,12 @@ def _load(text: str) -> TorchFacts:
         inplace_modules=data["inplace_modules"],
         module_saves={name: frozenset(entry["saves"]) for name, entry in data["modules"].items()},
         module_outputs={name: entry["outputs"] for name, entry in data["modules"].items() if "outputs" in entry},
+        modules_aliasing_input=frozenset(name for name, entry in data["modules"].items() if entry.get("aliases_input")),
+        module_saved_arguments={
+            name: frozenset(entry["saved_arguments"])
+            for name, entry in data["modules"].items()
+            if "saved_arguments" in entry
+        },
         module_parameters=frozenset(data["module_parameters"]),
         inplace_module_saves=_optional_sets(data["inplace_module_saves"]),
         inplace_function_saves=_optional_sets(data["inplace_function_saves"]),

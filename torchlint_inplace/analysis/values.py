@@ -57,6 +57,8 @@ class Val:
         default=None, compare=False, hash=False
     )  # node that made it (or the leaf it views)
     strided: bool = False  # a non-contiguous view: `.contiguous()` of it copies
+    # The `expand` call it is a view of: its entries share memory, a write lands in all of them
+    expanded: cst.CSTNode | None = None
     items: tuple[Value, ...] | None = None  # tuple-like results: chunk(), lstm outputs; list displays
     hidden: str | None = None  # "data" / "detach": an alias autograd does not track
     multi_view: str | None = None  # an output of chunk()/split()/unbind(): torch forbids writing it
@@ -81,8 +83,23 @@ class Val:
     def is_tensor(self) -> bool:
         return bool(self.storages)
 
-    def view(self, strided: bool = False) -> Val:
-        return replace(self, strided=strided or self.strided, items=None, cell=None, cloned=False)
+    def view(self, strided: bool = False, expanded: cst.CSTNode | None = None) -> Val:
+        return replace(
+            self,
+            strided=strided or self.strided,
+            expanded=expanded or self.expanded,
+            items=None,
+            cell=None,
+            cloned=False,
+        )
+
+    def held_when(self, condition: Condition) -> Val:
+        """The tensors it may be on a path assuming `condition`: after `x = image if fp else
+        image.to(torch.float32)`, a write under `not fp` writes the copy, never `image`."""
+        if not self.bound_when:
+            return self
+        excluded = frozenset(storage for storage, when in self.bound_when if not consistent(when | condition))
+        return replace(self, storages=self.storages - excluded) if excluded else self
 
     def part(self) -> Val:
         """One element of a tuple this value may be: a different tensor, nothing saved yet. An
@@ -266,6 +283,7 @@ class Params:
     """What `model.parameters()` returns: the parameter storages (None: not known)."""
 
     storages: frozenset[int] | None
+    origin: cst.CSTNode | None = field(default=None, compare=False, hash=False)  # the call handing them out
 
 
 @dataclass(frozen=True, slots=True)
@@ -376,6 +394,7 @@ def _merge_tensors(a: Val, b: Val) -> Val:
         grad=max(a.grad, b.grad),
         origin=a.origin or b.origin,
         strided=a.strided and b.strided,
+        expanded=a.expanded or b.expanded,
         hidden=a.hidden if a.hidden == b.hidden else None,
         multi_view=a.multi_view or b.multi_view,
         dtype=a.dtype if a.dtype == b.dtype else None,
@@ -545,7 +564,7 @@ def element_of(value: Value, loop: cst.CSTNode | None = None) -> Value:
         return merge_all(value.items)
     if isinstance(value, Params):
         # `for p in model.parameters()`: leaves that require grad (the model's, when known).
-        return Val(value.storages if value.storages else fresh_storage(), Grad.LEAF)
+        return Val(value.storages if value.storages else fresh_storage(), Grad.LEAF, origin=value.origin)
     return NOT_TENSOR
 
 

@@ -78,6 +78,8 @@ RECEIVER_METADATA_METHODS = METADATA_METHODS | {"new_empty", "new_zeros", "new_o
 # (`skips.append(y)` is no read of the tensors `skips` kept).
 CONTAINER_FILLING_METHODS = frozenset({"append", "extend", "insert", "clear", "update", "setdefault"})
 
+# Views whose entries share memory: a write through one lands in every entry.
+EXPANDING_VIEWS = frozenset({"expand", "expand_as", "broadcast_to"})
 NON_CONTIGUOUS_VIEWS = frozenset(
     {
         "transpose",
