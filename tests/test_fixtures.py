@@ -233,6 +233,17 @@ def fixture_root(path: Path) -> Path | None:
 _entered_project: list[Path] = []
 
 
+def _module_places(module: ModuleType) -> list[str]:
+    """Where a module lives: its file, or a namespace package's folders (one without
+    `__init__.py` has no file; `utils/utils.py` of one project must not shadow another's)."""
+    places = [getattr(module, "__file__", None)]
+    try:
+        places += list(getattr(module, "__path__", None) or ())
+    except TypeError:  # `torch.classes` answers `__path__` with an object of its own
+        pass
+    return [place for place in places if isinstance(place, str)]
+
+
 def _enter_project(root: Path) -> None:
     """Puts `root` first on `sys.path` as `python train.py` would, after forgetting the modules
     of the project entered before (two projects may both have a `utils/ops.py`)."""
@@ -241,7 +252,7 @@ def _enter_project(root: Path) -> None:
     for previous in _entered_project:
         sys.path[:] = [entry for entry in sys.path if entry != str(previous)]
         for name, module in list(sys.modules.items()):
-            if Path(getattr(module, "__file__", None) or "/").is_relative_to(previous):
+            if any(Path(place).is_relative_to(previous) for place in _module_places(module)):
                 del sys.modules[name]
     _entered_project[:] = [root]
     sys.path.insert(0, str(root))

@@ -1110,7 +1110,7 @@ class CallEvaluator:
         dtype = _DTYPE_METHODS.get(method) or next((name for arg in call.args if (name := dtype_name(arg.value))), None)
         if dtype is not None and receiver.dtype == dtype:
             return receiver.view()
-        if dtype is None and method == "to":
+        if dtype is None and method == "to" and not _converts_dtype(call):
             return receiver.view()  # `.to(device)`: the same tensor when it is already there (CPU code)
         result = self.i.new_tensor([receiver, *args.values()])
         if dtype is not None and dtype.startswith(("int", "uint", "bool", "long")):
@@ -1497,6 +1497,18 @@ def _options_apart(choice: Choice, site: object) -> tuple[tuple[Condition, Value
         (condition | {Assumption(subject, f"== {index}", True)}, option)
         for index, (condition, option) in enumerate(options)
     )
+
+
+def _converts_dtype(call: cst.Call) -> bool:
+    """`image.to(dtype)`, `x.to(dtype=target_dtype)`: a conversion to a dtype named but not known
+    here, which copies unless it is the tensor's own (torchvision's `to_dtype` converts an integer
+    image to float, then scales the copy in place)."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "dtype":
+            return True
+        if arg.keyword is None and type(arg.value) is cst.Name and arg.value.value.endswith("dtype"):
+            return True
+    return False
 
 
 def _sequence(name: str, value: Value) -> Value:

@@ -186,13 +186,13 @@ def step_reason(path: str, loss: str, built: Span, later_backward: Span) -> Reas
     )
 
 
-def expanded_reason(target: str, path: str, found: Located) -> Reason:
+def expanded_reason(target: str, method: str, path: str, found: Located) -> Reason:
     return Reason(
-        f"`{target}` is a view made by `expand`{_where(found, path)}, whose entries share one memory: the write lands in every entry "
+        f"`{target}` is a view made by `{method}`{_where(found, path)}, whose entries share one memory: the write lands in every entry "
         "(torch refuses most in-place ops on it, 'unsupported operation: more than one element of the "
         "written-to tensor refers to a single memory location'; an index assignment silently writes them all)",
         "silently changes every expanded entry",
-        _made_here(found, "the `expand` view is made here"),
+        _made_here(found, f"the `{method}` view is made here"),
         "make the entries their own tensors first: `.clone()` after `expand`, or `repeat` instead of `expand`",
     )
 

@@ -1651,7 +1651,10 @@ class FunctionInterpreter:
             hazard is None and target.expanded is not None and self.grad_enabled
         ):  # as stale reads (the pre-pass relies on it)
             expand, path = target.expanded, self.ctx.path
-            hazard = Hazard(True, lambda: expanded_reason(written, path, self.engine.locate(expand, path)), silent=True)
+            method = _called_name(expand)
+            hazard = Hazard(
+                True, lambda: expanded_reason(written, method, path, self.engine.locate(expand, path)), silent=True
+            )
         if hazard is not None:
             condition |= hazard.condition
             name = target_expr.value if isinstance(target_expr, cst.Name) else None
@@ -2009,6 +2012,14 @@ def _compare(compare: Callable[[Any, Any], bool], symbol: str, left: Value, righ
         if len(values) == len(right.items):
             return compare(left.value, tuple(values))
     return None
+
+
+def _called_name(node: cst.CSTNode) -> str:
+    """`expand_as` of `x.expand_as(y)`, `broadcast_to` of `torch.broadcast_to(x, shape)`."""
+    func = node.func if type(node) is cst.Call else node
+    if type(func) is cst.Attribute:
+        return func.attr.value
+    return func.value if type(func) is cst.Name else "expand"
 
 
 def _handing_out(origin: cst.CSTNode | None) -> str | None:

@@ -302,7 +302,7 @@ class Project:
         self._files: OrderedDict[str, FileContext | None] = OrderedDict()
         self._size = 0  # of the sources of the files kept
         self._checking: str | None = None  # the file `context` was last asked for
-        self._import_indexes: dict[str, dict[str, list[Path]]] = {}
+        self._import_indexes: dict[str, _ImportIndex] = {}
         self._hooking_roots: set[str] = set()  # package roots where a file puts a module backward hook
         # Memoised results keyed by what they were computed from; each entry names the files it
         # read, so that forgetting a file forgets what was learnt from its tree.
@@ -434,13 +434,17 @@ class Project:
             if keys is not None:
                 keys.discard(memo_key)
 
-    def importers(self, ctx: FileContext) -> list[tuple[FileContext, frozenset[str]]]:
+    def importers(self, ctx: FileContext, package: Path | None = None) -> list[tuple[FileContext, frozenset[str]]]:
         """Files of the same package or project that import `ctx`'s module: the callers that may
         pass it tensors or build its classes, each with the names it binds to that module or to
         what it defines. The nearest MAX_CALLER_FILES of them (same folder
         first): a helper every model file imports (`models/_utils.py`, `modeling_utils.py`)
         would otherwise cost an analysis of the whole package, and its nearest callers are the
-        ones that use it the way it was written for."""
+        ones that use it the way it was written for. `package` (a package's `__init__.py` read
+        through): files inside that package count only where they bind the module itself (`from
+        torchaudio import functional as F`), not a name it re-exports (`from timm.layers import
+        create_conv2d` in every timm model); its users outside count either way (`import
+        torchaudio`, `from x_transformers import ContinuousTransformerWrapper`)."""
         here = Path(ctx.path)
         root = scan_root(here)
         self.scanned_roots.add(key_of(root))
@@ -448,9 +452,12 @@ class Project:
         name = (
             here.parent.name if here.name == "__init__.py" else here.stem
         )  # a package is imported by its folder's name
-        candidates = sorted(
-            self._import_index(root).get(name, ()), key=lambda candidate: (_distance(candidate, here), str(candidate))
-        )
+        index = self._import_index(root)
+        pool = index.mentions.get(name, [])
+        if package is not None:
+            inside = set(index.bound.get(name, ()))
+            pool = [candidate for candidate in pool if not candidate.is_relative_to(package) or candidate in inside]
+        candidates = sorted(pool, key=lambda candidate: (_distance(candidate, here), str(candidate)))
         for candidate in candidates:
             if len(found) == MAX_CALLER_FILES:
                 break
@@ -462,6 +469,7 @@ class Project:
                     local
                     for local in (*other.imports.relative, *other.imports.aliases)
                     if _imports_file(other, local, here)
+                    and (package is None or not candidate.is_relative_to(package) or _binds_module(other, local))
                 )
                 if other is not None
                 else frozenset()
@@ -477,20 +485,21 @@ class Project:
         self._import_index(root)
         return key_of(root) in self._hooking_roots
 
-    def _import_index(self, root: Path) -> dict[str, list[Path]]:
+    def _import_index(self, root: Path) -> _ImportIndex:
         """For a package root, once per run: which files mention which module names in imports."""
         key = key_of(root)
         if key not in self._import_indexes:
-            index: dict[str, list[Path]] = {}
+            index = _ImportIndex()
             for candidate in layout.caller_files(root):
                 try:
                     text = candidate.read_text("utf-8", errors="replace")
                 except OSError:
                     continue
-                for name in {
-                    word for match in _IMPORT_LINE.finditer(text) for word in re.findall(r"\w+", match.group(0))
-                }:
-                    index.setdefault(name, []).append(candidate)
+                lines = [match.group(0) for match in _IMPORT_LINE.finditer(text)]
+                for name in {word for line in lines for word in re.findall(r"\w+", line)}:
+                    index.mentions.setdefault(name, []).append(candidate)
+                for name in {word for line in lines for word in re.findall(r"\w+", _imported_names(line))}:
+                    index.bound.setdefault(name, []).append(candidate)
                 if _BACKWARD_HOOK_CALL.search(text):
                     self._hooking_roots.add(key)
             self._import_indexes[key] = index
@@ -586,6 +595,26 @@ def _indexed(path: str, text: str, module: cst.Module) -> FileContext:
     ctx = index_module(path, module)
     ctx.text_hash, ctx.size = hash(text), len(text)
     return ctx
+
+
+@dataclass
+class _ImportIndex:
+    """Words of a project's import lines, and the files they are in: every word (`mentions`), and
+    the names the lines bind (`bound`: `functional` of `from torchaudio import functional`)."""
+
+    mentions: dict[str, list[Path]] = field(default_factory=dict)
+    bound: dict[str, list[Path]] = field(default_factory=dict)
+
+
+def _imported_names(line: str) -> str:
+    """The part of an import line naming what it binds: after `import` (`import a.b` binds `a`,
+    which is a word of it too)."""
+    return line.split(" import ", 1)[1] if line.lstrip().startswith("from ") and " import " in line else line
+
+
+def _binds_module(ctx: FileContext, local: str) -> bool:
+    found = _imported_file(ctx, local)
+    return found is not None and found[1] == ""
 
 
 def _imports_file(ctx: FileContext, local: str, target: Path) -> bool:
