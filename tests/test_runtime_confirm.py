@@ -71,6 +71,13 @@ UNPROVABLE = {
     ),
     "x += connection  # expect: TIP003": "the convolution class comes from `dimensions`, which a synthetic construction sets to 4 (`Conv4d`)",
     "x = x + connection  # safe: out of place, the ReLU's": "the convolution class comes from `dimensions`, which a synthetic construction sets to 4 (`Conv4d`)",
+    "label.fill_(0.0)  # expect: TIP001": "a training function taking the model: nothing to synthesise it from",
+    "target.mul_(2.0)  # expect: TIP001": "a training function taking the model: nothing to synthesise it from",
+    "label.fill_(0.0)  # safe: the real loss's backward ran before the refill": "a training function taking the model: nothing to synthesise it from",
+    "spec[:, :, :width] = 0.0  # expect: TIP007": (
+        "the reader is a script two files up (`train.py` through `augment.transforms`); a synthetic call of the helper"
+        " has no caller that reads the spectrogram again"
+    ),
 }
 SILENT_FORMS = frozenset({"TIP004", "TIP007", "TIP008"})
 CHANGES = "confirmed: changes results"

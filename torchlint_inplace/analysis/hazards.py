@@ -233,6 +233,9 @@ INFERENCE_ERROR = "Inplace update to inference tensor outside InferenceMode is n
 
 
 def inference_reason(path: str, found: Located) -> Reason:
+    # Where it was made only in the written file: another file's tree may be forgotten by the time
+    # the finding is worded, and a finding must not depend on what the run still holds.
+    found = found if found is not None and found[0] == path else None
     where = _where(found, path)
     return Reason(
         f"it was created under `torch.inference_mode()`{where}; this raises at once: '{INFERENCE_ERROR}'",
