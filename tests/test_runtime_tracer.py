@@ -42,7 +42,9 @@ def _ids(cases):
 _RULE_BY_TEXT = "the tracer names the rule from the written line's text, which differs from the analysis' form here"
 _SAVE_ORDER = "the save is attributed to the op run by the mutating line itself (a save and a write in one statement)"
 _LOCAL_ALIAS = "the tracer watches the reads of a writer's callers, not of the frame that wrote: a local alias read again after an in-place op in the same function goes unseen"
-_PENDING_KEPT = "fail-fast counts a graph still referenced as pending, so a step that no later backward breaks is refused"
+_PENDING_KEPT = (
+    "fail-fast counts a graph still referenced as pending, so a step that no later backward breaks is refused"
+)
 TRACER_GAPS = {
     ("realworld/lets_do_irl_vail_critic_step/main.py::safe_one_backward_then_both_steps", "fail-fast"): _PENDING_KEPT,
     ("realworld/lets_do_irl_vail_critic_step/main.py::safe_beta_as_a_number", "fail-fast"): _PENDING_KEPT,
@@ -53,7 +55,10 @@ TRACER_GAPS = {
         "the fix clones the forecast model's steps; the interpolation's own writes into the buffer it yields, which the"
         " batching wrapper reads again, are intended and reported"
     ),
-    ("realworld/pix2pix_label_refilled_before_backward/train.py::safe_each_loss_backpropagated_before_the_refill", None): (
+    (
+        "realworld/pix2pix_label_refilled_before_backward/train.py::safe_each_loss_backpropagated_before_the_refill",
+        None,
+    ): (
         "the U-Net's in-place LeakyReLU rewrites a skip that is read again (the fixture's known false positive of the"
         " analysis too): true of the code, harmless in its values"
     ),
