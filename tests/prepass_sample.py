@@ -80,6 +80,7 @@ TARGETS = [
     _target("self attribute", "self.w", "z = x * self.w"),
     _target("attribute of an argument", "m.weight", "z = m(x)"),
     _target("factory", "t", "t = torch.zeros(3)", "z = t * x"),
+    _target("legacy constructor", "t", "t = torch.FloatTensor(3)", "z = t * x"),
     _target("leaf factory", "t", "t = torch.zeros(3, requires_grad=True)", "z = t * x"),
     _target("requires_grad_ leaf", "t", "t = torch.zeros(3).requires_grad_()", "z = t * x"),
     _target("parameter made here", "p", "p = nn.Parameter(torch.ones(3))", "z = p * x"),

@@ -67,6 +67,7 @@ from .values import (
 from .vocabulary import (
     CONTAINER_FILLING_METHODS,
     EXPANDING_VIEWS,
+    LEGACY_CONSTRUCTORS,
     NON_CONTIGUOUS_VIEWS,
     NON_TENSOR_METHODS,
     RECEIVER_METADATA_METHODS,
@@ -83,12 +84,6 @@ _TORCH_NAMESPACES = frozenset({"torch", "torch.nn.functional", "torch.special", 
 _FUNCTIONAL = "torch.nn.functional"
 _CALLERS = " the caller's"
 _LEGACY_VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
-# `torch.FloatTensor(n)`: the typed constructors of old code, an uninitialised tensor like `torch.empty`
-_LEGACY_CONSTRUCTORS = frozenset(
-    f"{namespace}.{kind}Tensor"
-    for namespace in ("torch", "torch.cuda")
-    for kind in ("", "Float", "Double", "Half", "BFloat16", "Byte", "Char", "Short", "Int", "Long", "Bool")
-)
 # Module methods that return the module itself.
 _SELF_RETURNING = frozenset(
     {
@@ -878,7 +873,7 @@ class CallEvaluator:
             return self.opaque_result(args, state) if namespace.startswith("torch") else NOT_TENSOR
         facts = self.i.facts
         if (namespace == "torch" and facts.is_factory(short)) or (
-            qualname in _LEGACY_CONSTRUCTORS and not args.tensors()
+            qualname in LEGACY_CONSTRUCTORS and not args.tensors()
         ):
             requires_grad = literal_true(args.keywords.get("requires_grad"))
             if requires_grad and self.i.grad_enabled:

@@ -233,13 +233,12 @@ INFERENCE_ERROR = "Inplace update to inference tensor outside InferenceMode is n
 
 
 def inference_reason(path: str, found: Located) -> Reason:
-    # Where it was made only in the written file: another file's tree may be forgotten by the time
-    # the finding is worded, and a finding must not depend on what the run still holds.
-    found = found if found is not None and found[0] == path else None
-    where = _where(found, path)
+    """`found`: the function that entered inference_mode, located when it did (another file's
+    tree may be forgotten by the time the finding is worded)."""
+    where = f" (entered in the function{_where(found, path)})" if found is not None else ""
     return Reason(
         f"it was created under `torch.inference_mode()`{where}; this raises at once: '{INFERENCE_ERROR}'",
         RAISES_NOW,
-        _made_here(found, "the inference tensor is created here"),
+        _made_here(found, "the function that enters inference mode, where the tensor is created"),
         "`.clone()` it outside inference mode before writing, or create it under `torch.no_grad()` instead",
     )

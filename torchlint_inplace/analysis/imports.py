@@ -49,6 +49,14 @@ def _bound_name(asname: cst.AsName) -> str:
     return name.value
 
 
+def bound_name(alias: cst.ImportAlias) -> str:
+    """The name an import binds: `b` of `import a as b` and `from m import a as b`, `a` of
+    `import a.b` and `from m import a`."""
+    if alias.asname is not None:
+        return _bound_name(alias.asname)
+    return _module_name(alias.name).split(".")[0]
+
+
 class Imports:
     def __init__(self) -> None:
         self.aliases: dict[str, str] = {}
@@ -58,26 +66,18 @@ class Imports:
     def add(self, node: cst.Import | cst.ImportFrom) -> None:
         if isinstance(node, cst.Import):
             for alias in node.names:
-                full = _module_name(alias.name)
-                if alias.asname is not None:
-                    self.aliases[_bound_name(alias.asname)] = full
-                else:
-                    head = full.split(".")[0]
-                    self.aliases[head] = head
+                local = bound_name(alias)
+                self.aliases[local] = _module_name(alias.name) if alias.asname is not None else local
             return
         if isinstance(node.names, cst.ImportStar):
             return
         base = _module_name(node.module) if node.module is not None else ""
         if node.relative:
             for alias in node.names:
-                name = _module_name(alias.name)
-                local = _bound_name(alias.asname) if alias.asname is not None else name
-                self.relative[local] = (len(node.relative), base, name)
+                self.relative[bound_name(alias)] = (len(node.relative), base, _module_name(alias.name))
             return
         for alias in node.names:
-            name = alias.name.value if isinstance(alias.name, cst.Name) else _module_name(alias.name)
-            local = _bound_name(alias.asname) if alias.asname is not None else name
-            self.aliases[local] = f"{base}.{name}"
+            self.aliases[bound_name(alias)] = f"{base}.{_module_name(alias.name)}"
 
     def qualname(self, expr: cst.BaseExpression) -> str | None:
         """The canonical dotted name `expr` refers to, if it starts from an imported name."""

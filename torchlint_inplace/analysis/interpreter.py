@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import libcst as cst
 
-from ..diagnostics import Related
+from ..diagnostics import Related, Span
 from .autograd_function import FunctionContract
 from .calls import CallEvaluator, dtype_name
 from .classes import ClassInfo, FunctionRef
@@ -192,7 +192,8 @@ class FunctionInterpreter:
         self.ctx_name: str | None = None
         self.outer_grad = grad_enabled  # the caller's grad mode: no_grad around the call reaches in
         self.grad_enabled = grad_enabled
-        self.inference = False
+        self.inference: tuple[str, Span] | None = None  # where the inference_mode it runs under was entered
+        self.running: cst.FunctionDef | None = None
         self.discarded: cst.BaseExpression | None = None
         self.autocast: str | None = None
         self.loop_depth = 0
@@ -228,7 +229,9 @@ class FunctionInterpreter:
         # (an optimizer's states): rebinding a name that holds one of them is not a safe fix.
         self.caller_storages = self.param_storages
         self.grad_enabled = self.outer_grad and self.engine.grad_enabled(self.ctx, node, self.cls)
-        self.inference = self.inference or function_inference_mode(node, self.ctx.imports)
+        self.running = node
+        if self.inference is None and function_inference_mode(node, self.ctx.imports):
+            self.inference = self.entered_here()
         if self.cls is not None and self.cls.is_autograd_function and node.name.value == "forward":
             positional = [*node.params.posonly_params, *node.params.params]
             self.ctx_name = positional[0].name.value if positional else None
@@ -264,6 +267,21 @@ class FunctionInterpreter:
         self.final = self.exec_statements(statements, state or State())
         self.escaped = _EVERYTHING
         return self.final
+
+    def entered_here(self) -> tuple[str, Span] | None:
+        """Where this run's function is defined (None at a module's top level), found by name in
+        the file as it is read now: the node run may come from a tree read before and forgotten
+        since, and a finding's words must not depend on what the run still holds."""
+        node = self.running
+        if node is None:
+            return None
+        owner = self.cls.node if self.cls is not None else None
+        for body, cls in self.ctx.bodies:
+            if body.name.value == node.name.value and (cls.node.name.value if cls else None) == (
+                owner.name.value if owner is not None else None
+            ):
+                return self.ctx.path, self.ctx.span_of(body)
+        return None
 
     def mutations(self, returned_escapes: bool = True) -> list[Mutation]:
         """The findings that can do harm: those whose saving ops feed something that leaves the
@@ -543,7 +561,7 @@ class FunctionInterpreter:
                 if mode is not None:
                     self.grad_enabled = mode
                     if mode is False and self.is_inference_mode(item.item):
-                        self.inference = True
+                        self.inference = self.entered_here()
                     continue
                 autocast = self.autocast_of(item.item)
                 if autocast is not None:
@@ -1706,7 +1724,8 @@ class FunctionInterpreter:
             return None
         locate, origin = self.engine.locate, target.origin
         if target.inference and not self.inference:
-            return Hazard(True, lambda: inference_reason(path, locate(origin, path)), refused=True)
+            made = target.inference
+            return Hazard(True, lambda: inference_reason(path, made), refused=True)
         if target.grad is Grad.LEAF and self.grad_enabled:
             handed_out = _handing_out(origin)
             return Hazard(True, lambda: leaf_reason(path, locate(origin, path), handed_out), refused=True)

@@ -33,8 +33,9 @@ A write site is harmless, and does not keep its file, when one of these holds:
 
 - *Dead*: the written expression can never evaluate to a tensor. The interpreter's tensors come
   only from a function's parameters (all of them, `*args` and `**kwargs` too, in a summary run),
-  calls in torch's tensor namespaces with a tensor argument, torch factories, `nn.Parameter`,
-  torch modules and optimizers (their attributes), `self.<attr>`, module-level values (of the
+  calls in torch's tensor namespaces with a tensor argument, torch factories (the legacy
+  `torch.FloatTensor(n)` too), `nn.Parameter`, torch modules and optimizers (their
+  attributes), `self.<attr>`, module-level values (of the
   file, or of a project file imported), and expressions over those; lists and dicts hold what
   is put in them (displays, `append`, `d[k] = v`, seen through every name bound to them). A
   name holds a tensor only if something tensor-valued is assigned to it in the same function
@@ -84,6 +85,7 @@ from .project import _module_file, absolute_import_bases, key_of
 from .torch_facts import torch_facts
 from .vocabulary import GRAD_OFF as _GRAD_OFF
 from .vocabulary import GRAD_ON as _GRAD_ON
+from .vocabulary import LEGACY_CONSTRUCTORS as _LEGACY_CONSTRUCTORS
 from .vocabulary import NON_TENSOR_METHODS as _NON_TENSOR_METHODS
 from .vocabulary import SAFE_INPLACE_PREFIXES as _SAFE_INPLACE_PREFIXES
 from .vocabulary import SET_GRAD as _SET_GRAD
@@ -816,7 +818,7 @@ class _TensorJudge:
         namespace, _, short = qualname.rpartition(".")
         if namespace.startswith(("torch.nn", "torch.optim")) and short[:1].isupper():
             return True  # a module or an optimizer: its attributes hold tensors (`m.weight`)
-        return namespace == "torch" and self.scanner.facts.is_factory(short)
+        return (namespace == "torch" and self.scanner.facts.is_factory(short)) or qualname in _LEGACY_CONSTRUCTORS
 
 
 def _root_name(expr: ast.expr) -> str | None:

@@ -25,7 +25,7 @@ from .. import layout, source
 from ..diagnostics import Span
 from .classes import ClassInfo, FunctionRef
 from .dataclass_init import dataclass_decorator, generated_init, nodes_of
-from .imports import Imports, dotted, is_torch
+from .imports import Imports, bound_name, dotted, is_torch
 from .positions import Positions, positions_of
 from .reparse import Parsed, reparse
 from .syntax import Words, filled_names, words_of
@@ -261,7 +261,7 @@ def index_module(path: str, module: cst.Module) -> FileContext:
                 ctx.assignments[small.target.value] = small.value
             elif isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
                 for alias in small.names:
-                    ctx.assignments.pop(_bound_by(alias), None)  # imported again: the import holds
+                    ctx.assignments.pop(bound_name(alias), None)  # imported again: the import holds
     return ctx
 
 
@@ -284,14 +284,6 @@ def _module_level(body: Sequence[cst.CSTNode]) -> Iterator[cst.SimpleStatementLi
             yield from _module_level(_body(statement.body))
         elif isinstance(statement, cst.Try):
             yield from _module_level(_body(statement.body))
-
-
-def _bound_by(alias: cst.ImportAlias) -> str:
-    """The name `import a.b`, `import a as b` or `from m import a` binds."""
-    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-        return alias.asname.name.value
-    name = dotted(alias.name) or ""
-    return name.split(".")[0]
 
 
 class Project:

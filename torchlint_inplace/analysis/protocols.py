@@ -69,7 +69,7 @@ class Interpreter(Protocol):
     calls: CallEvaluator
     grad_enabled: bool
     autocast: str | None
-    inference: bool
+    inference: tuple[str, Span] | None  # where the inference_mode it runs under was entered
     constructing: bool
     depth: int
     extra: Condition

@@ -17,6 +17,7 @@ from enum import IntEnum
 from itertools import count
 from typing import TYPE_CHECKING, TypeGuard, cast
 
+from ..diagnostics import Span
 from .conditions import Condition, consistent
 from .shared import shared
 
@@ -69,7 +70,8 @@ class Val:
     # Which tensor of a module with a full backward hook this is ("the output of `m`"): a view
     # torch forbids writing.
     hooked: str | None = None
-    inference: bool = False  # created under inference_mode: writing it outside raises
+    # Created under inference_mode (where the mode was entered): writing it outside raises
+    inference: tuple[str, Span] | None = None
     cell: int | None = None  # identity of a Python list, so that `append` reaches every name holding it
     cloned: bool = False  # made by `.clone()`: advice to clone it again would not help
     # (loop, round) for an element a loop of unknown rounds drew from a container: the elements

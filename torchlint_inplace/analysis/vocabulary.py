@@ -78,6 +78,12 @@ RECEIVER_METADATA_METHODS = METADATA_METHODS | {"new_empty", "new_zeros", "new_o
 # (`skips.append(y)` is no read of the tensors `skips` kept).
 CONTAINER_FILLING_METHODS = frozenset({"append", "extend", "insert", "clear", "update", "setdefault"})
 
+# `torch.FloatTensor(n)`: the typed constructors of old code, an uninitialised tensor like `torch.empty`
+LEGACY_CONSTRUCTORS = frozenset(
+    f"{namespace}.{kind}Tensor"
+    for namespace in ("torch", "torch.cuda")
+    for kind in ("", "Float", "Double", "Half", "BFloat16", "Byte", "Char", "Short", "Int", "Long", "Bool")
+)
 # Views whose entries share memory: a write through one lands in every entry.
 EXPANDING_VIEWS = frozenset({"expand", "expand_as", "broadcast_to"})
 NON_CONTIGUOUS_VIEWS = frozenset(
