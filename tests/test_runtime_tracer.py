@@ -90,6 +90,13 @@ TRACER_GAPS = {
         "fail-fast counts as pending the graph `spectral_norm` leaves in the module's `weight` attribute (its `div` saved"
         " `weight_orig`), which no later backward goes through, so the discriminator's step is refused"
     ),
+    (
+        "realworld/d3_dreamer_value_step_before_action_backward/train.py::safe_both_backwards_before_steps",
+        "fail-fast",
+    ): (
+        "fail-fast counts a graph still referenced as pending (the world model's states, which the imagination"
+        " rollout reads only after `.detach()`), so the world model's step is refused"
+    ),
     ("realworld/option_critic_stale_state.py::safe_action_head_reads_state_data", "fail-fast"): (
         "fail-fast counts a graph still referenced as pending (`state`'s, carried to the next step, which the next loss"
         " reaches only through `state.data`), so the update is refused"
@@ -148,6 +155,32 @@ SILENT_GAPS = {
             "silent_frequency_masking_rewrites_spec",
         )
     },
+    **{
+        f"realworld/d1_codontransformer_temperature_logits.py::{driver}": (
+            "the reader is the same call in the loop's next round (`sample_non_deterministic(logits=logits, ...)`), which"
+            " the tracer does not take for a read again"
+        )
+        for driver in (
+            "silent_three_sequences_divide_model_logits_three_times",
+            "silent_sample_rescales_callers_logits",
+        )
+    },
+    "realworld/d1_speechbrain_beam_eos_final_scores/repro.py::silent_finished_hypotheses_scores_blocked": (
+        "the stale values are 0-d views kept in tuples of a list (`final_scores = scores[index]`) and read after the loop:"
+        " elements of a list, which the tracer's watch of callers' reads does not follow"
+    ),
+    "realworld/d1_transformers_logits_processor_scores/repro.py::silent_raw_logits_are_processed_scores": (
+        "the stale reader is a tuple the caller keeps the written tensor in (`raw_logits += (next_token_logits,)`) and"
+        " returns: elements of a tuple, which the tracer's watch of callers' names does not follow"
+    ),
+    "realworld/d3_easyfsl_best_state_alias/episodic_training.py::silent_best_state_follows_the_model": (
+        "the writes are the optimizer's own steps into the parameters, which `state_dict()` aliases; what reads them"
+        " stale is `load_state_dict` after the loop, not a caller of a writing function"
+    ),
+    "realworld/d3_skrl_create_tensor_nan_fill/repro.py::silent_create_tensor_wipes_stored_observations": (
+        "the wiped storage is a memory's own tensor attribute written by another method; the later reader is a method"
+        " (`sample_by_index`), not a caller's name"
+    ),
     "realworld/torchvision_make_grid_weights.py::silent_viewing_filters_rewrites_them": (
         "the written tensor is a `.data` temporary passed straight into the call (`make_grid(conv1.weight.data)`): no"
         " caller's name holds it, and what reads it again is the parameter itself, at the next forward and step"

@@ -727,12 +727,12 @@ class Engine:
         node, cls = ref.node, ref.cls
         is_module = cls is not None and self.is_module(cls)
         tensors = tensor_parameters(node, cls, is_module)
-        lists = set(tensor_list_parameters(node))
+        entry = is_entry(node, cls, is_module)
+        lists = set(tensor_list_parameters(node, entry))
         params = [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]
         if cls is not None and params and not (_is_static(node) and node.name.value not in ("forward", "backward")):
             params = params[1:]
         values: dict[str, Value] = {}
-        entry = is_entry(node, cls, is_module)
         for param in params:
             name = param.name.value
             if name in lists:

@@ -10,7 +10,7 @@ import libcst as cst
 
 from .classes import ClassInfo
 from .imports import Imports, dotted
-from .syntax import annotation_text, optional_forms
+from .syntax import annotation_text, child_nodes, optional_forms
 from .values import Grad
 from .vocabulary import INFERENCE_MODE
 
@@ -78,13 +78,58 @@ def is_entry(func: cst.FunctionDef, cls: ClassInfo | None, is_module: bool) -> b
     return cls is not None and (name == "forward" or (name == "__call__" and is_module))
 
 
-def tensor_list_parameters(func: cst.FunctionDef) -> list[str]:
-    """Parameters annotated as a list or tuple of tensors: `inputs: list[Tensor]`."""
-    return [
-        param.name.value
-        for param in (*func.params.params, *func.params.kwonly_params)
-        if annotation_text(param.annotation) in _TENSOR_LIST_ANNOTATIONS
-    ]
+def tensor_list_parameters(func: cst.FunctionDef, entry: bool = False) -> list[str]:
+    """Parameters annotated as a list or tuple of tensors (`inputs: list[Tensor]`), and an
+    entry's unannotated parameters that its body only ever indexes with a number or a name, takes
+    the length of or iterates: YOLO's `Detect.forward(self, x)` is handed its feature maps in a
+    list (`x[i] = self.m[i](x[i])` rebinds a slot); a tensor would be sliced, reshaped or
+    passed whole somewhere."""
+    params = (*func.params.params, *func.params.kwonly_params)
+    annotated = [param.name.value for param in params if annotation_text(param.annotation) in _TENSOR_LIST_ANNOTATIONS]
+    unannotated = {param.name.value for param in params if entry and param.annotation is None and param.default is None}
+    return annotated + sorted(_used_as_sequences(func, unannotated)) if unannotated else annotated
+
+
+_SEQUENCE_CONSUMERS = frozenset({"len", "enumerate", "zip", "reversed"})
+
+
+def _used_as_sequences(func: cst.FunctionDef, names: set[str]) -> set[str]:
+    """Those of `names` whose every use in `func` is a sequence's (see `tensor_list_parameters`),
+    indexed at least once, and never rebound."""
+    indexed: set[str] = set()
+    other: set[str] = set()
+    stack: list[tuple[cst.CSTNode, cst.CSTNode | None]] = [(func.body, None)]
+    while stack:
+        node, parent = stack.pop()
+        if isinstance(node, cst.Name) and node.value in names:
+            use = _sequence_use(node, parent)
+            (indexed if use == "index" else other if use is None else set()).add(node.value)
+            continue
+        if isinstance(node, (cst.Subscript, cst.Call, cst.For, cst.Return)):
+            stack.extend((child, node) for child in child_nodes(node))
+        elif isinstance(node, cst.Arg):
+            stack.extend((child, parent) for child in child_nodes(node))  # a call's argument: the call decides
+        else:
+            stack.extend((child, None) for child in child_nodes(node))
+    return indexed - other
+
+
+def _sequence_use(name: cst.Name, parent: cst.CSTNode | None) -> str | None:
+    """ "index", "seq" (a use a list allows too) or None (a use that says nothing, or a tensor's)."""
+    if isinstance(parent, cst.Subscript) and parent.value is name:
+        elements = parent.slice
+        index = elements[0].slice if len(elements) == 1 else None
+        value = index.value if isinstance(index, cst.Index) else None
+        if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+            value = value.expression
+        return "index" if isinstance(value, (cst.Integer, cst.Name)) else None
+    if isinstance(parent, cst.Call) and isinstance(parent.func, cst.Name) and parent.func.value in _SEQUENCE_CONSUMERS:
+        return "seq"
+    if isinstance(parent, cst.For) and parent.iter is name:
+        return "seq"
+    if isinstance(parent, cst.Return) and parent.value is name:
+        return "seq"
+    return None
 
 
 def _is_static(func: cst.FunctionDef) -> bool:
