@@ -19,7 +19,10 @@ class OptimizerStepBetweenBackwards(FormRule):
         "losses built from one forward; a generator output computed once outside a loop that steps it. The "
         "analysis links each optimizer to the parameters it was built with and each loss to the saves its graph "
         "went through; for an optimizer it cannot see, only a graph kept alive by `backward(retain_graph=True)` "
-        "counts. A loss recomputed after the step saves the new versions and is fine."
+        "counts. A loss recomputed after the step saves the new versions and is fine. The same in-place update "
+        "silently changes a `state_dict()` kept as a snapshot (`best = model.state_dict()` in an epoch loop: its "
+        "tensors are the parameters, so loading it after training loads the last weights); that finding is on "
+        "the `state_dict()` call, and a `copy.deepcopy` of it is the fix."
     )
     bad = """\
 import torch

@@ -172,6 +172,7 @@ WRITES: dict[str, Write] = {
     "in-place functional function": _lines("F.relu_({t})"),
     "in-place function, imported": _lines("relu_({t})", top=["from torch import relu_"]),
     "functional inplace=True": _lines("F.relu({t}, inplace=True)"),
+    "in-place torch function, an alias read after": _lines("kept = {t}", "torch.relu_({t})", "r = kept + 1"),
     "functional inplace flag, positional": _lines("F.dropout({t}, 0.5, True, True)"),
     "functional inplace flag, a variable": _lines("flag = True", "F.relu({t}, inplace=flag)"),
     "functional, imported": _lines("relu({t}, inplace=True)", top=["from torch.nn.functional import relu"]),
@@ -464,6 +465,11 @@ _FIXED = {
     "optimizer step, module-level optimizer": "D = nn.Linear(3, 1)\nopt_D = torch.optim.Adam(D.parameters())\n\n"
     + _STEP.format(step="opt_D.step()", backward="g_loss.backward()").replace(
         "    D = nn.Linear(3, 1)\n    opt_D = torch.optim.Adam(D.parameters())\n", ""
+    ),
+    "state_dict kept across steps, backward in a helper": (
+        "def fit(x: torch.Tensor, backprop):\n    D = nn.Linear(3, 1)\n    opt = torch.optim.SGD(D.parameters(), lr=0.1)\n"
+        "    best = None\n    for epoch in range(3):\n        backprop(D(x).sum())\n        opt.step()\n"
+        "        if epoch == 0:\n            best = D.state_dict()\n    D.load_state_dict(best)\n"
     ),
     "inplace module built in __init__": _MODULE_WITH.format(
         parameters="", build="        self.act = nn.ReLU(inplace=True)"

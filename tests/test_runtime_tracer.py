@@ -97,6 +97,10 @@ TRACER_GAPS = {
         "fail-fast counts a graph still referenced as pending (the world model's states, which the imagination"
         " rollout reads only after `.detach()`), so the world model's step is refused"
     ),
+    ("tip007/inference_helpers.py::safe_pipeline_update_asked_for", None): (
+        "the tracer reports the caller's read of a buffer its callee's callee rewrote; the analysis takes a write handed"
+        " down a pipeline (the planner rebinding its name to the helper's result) for the update the caller asked for"
+    ),
     ("realworld/option_critic_stale_state.py::safe_action_head_reads_state_data", "fail-fast"): (
         "fail-fast counts a graph still referenced as pending (`state`'s, carried to the next step, which the next loss"
         " reaches only through `state.data`), so the update is refused"
@@ -172,6 +176,14 @@ SILENT_GAPS = {
     "realworld/d1_transformers_logits_processor_scores/repro.py::silent_raw_logits_are_processed_scores": (
         "the stale reader is a tuple the caller keeps the written tensor in (`raw_logits += (next_token_logits,)`) and"
         " returns: elements of a tuple, which the tracer's watch of callers' names does not follow"
+    ),
+    "tip007/inference_helpers.py::silent_each_sample_colder": (
+        "the reader is the same call in the loop's next round (`sample(logits, 0.5)`), which the tracer does not take"
+        " for a read again"
+    ),
+    "tip009/best_state_snapshot.py::silent_best_state_is_the_last": (
+        "the writes are the optimizer's own steps into the parameters, which `state_dict()` aliases; what reads them"
+        " stale is `load_state_dict` after the loop, not a caller of a writing function"
     ),
     "realworld/d3_easyfsl_best_state_alias/episodic_training.py::silent_best_state_follows_the_model": (
         "the writes are the optimizer's own steps into the parameters, which `state_dict()` aliases; what reads them"

@@ -32,6 +32,7 @@ from .training import TrainingLoop, looks_like_optimizer
 from .values import (
     NOT_TENSOR,
     OUTER,
+    SNAPSHOT,
     Choice,
     Const,
     DictVal,
@@ -482,6 +483,8 @@ class CallEvaluator:
         if method in ("parameters", "named_parameters", "buffers"):
             params = Params(module.params if module.kind is not None or module.instance is not None else None, call)
             return _named(params) if method == "named_parameters" else params
+        if method == "state_dict" and module.params and not args.positional and not args.keywords:
+            return Val(items=(Val(module.params, Grad.NO, origin=call, hidden=SNAPSHOT),))
         if method in ("modules", "children", "named_modules", "named_children"):
             own = None
             if self.i.constructing and isinstance(receiver_expr, cst.Name) and receiver_expr.value == "self":
@@ -1210,6 +1213,9 @@ class CallEvaluator:
                 action = write.action if write.action.endswith(_CALLERS) else f"{write.action}{_CALLERS}"
                 with self.i.modes():
                     self.i.grad_enabled = self.i.grad_enabled and write.grad_enabled  # the callee's mode at the write
+                    # Read again, the values are wrong in any grad mode; but where nothing records,
+                    # a write the callee's own callee did is taken for the update it asked for.
+                    stale_after = self.i.grad_enabled or not write.nested
                     self.i.write(
                         Form.ARGUMENT,
                         call,
@@ -1217,7 +1223,7 @@ class CallEvaluator:
                         value,
                         state,
                         action,
-                        True,
+                        stale_after,
                         write.site,
                         intended,
                         condition=condition,

@@ -76,8 +76,9 @@ def wording(condition: Condition) -> str:
     return "when " + ", ".join(shown) if shown else ""
 
 
-def _order(assumption: Assumption) -> tuple[bool, str, str]:
-    return (assumption.subject == TRAINING, assumption.subject, assumption.test)
+def _order(assumption: Assumption) -> tuple[bool, str, str, bool]:
+    # `holds` last: a message's words must not depend on a set's order between runs
+    return (assumption.subject == TRAINING, assumption.subject, assumption.test, assumption.holds)
 
 
 def _worth_saying(assumption: Assumption) -> bool:

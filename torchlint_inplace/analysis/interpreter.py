@@ -1280,8 +1280,8 @@ class FunctionInterpreter:
         if pending is None or not consistent(pending.condition | state.condition):
             return  # not stale, or only after a write on a path this one excludes (eval vs training)
         span_of, path = self.ctx.span_of, self.ctx.path
-        held = bool(pending.held)
-        hazard = Hazard(True, lambda: stale_reason(path, name, span_of(node), held), silent=True)
+        held, advice = bool(pending.held), pending.advice
+        hazard = Hazard(True, lambda: stale_reason(path, name, span_of(node), held, advice), silent=True)
         self.emit(
             pending.form,
             pending.site,
@@ -1639,6 +1639,7 @@ class FunctionInterpreter:
         if not target.is_tensor:
             return
         written = written or self.ctx.code_of(target_expr)
+        nested = site is not None and site.node is not node
         site = site or Site(self.ctx.path, node)
         condition = condition | state.condition | self.extra
         target = target.held_when(condition)
@@ -1650,7 +1651,15 @@ class FunctionInterpreter:
             self.recorder.on_write(
                 target.storages,
                 ParamWrite(
-                    (), site, form, action, form is Form.INPLACE_ACTIVATION, self.grad_enabled, condition, calls
+                    (),
+                    site,
+                    form,
+                    action,
+                    form is Form.INPLACE_ACTIVATION,
+                    self.grad_enabled,
+                    condition,
+                    calls,
+                    nested,
                 ),
             )
         if self.contract is not None:
@@ -1697,7 +1706,7 @@ class FunctionInterpreter:
             )
             if hazard.refused:
                 state.dead = True  # torch raised at the write: nothing after it runs on this path
-        elif hidden_from_reader and self.grad_enabled:
+        elif hidden_from_reader:  # a value read stale is wrong whether or not autograd records
             pending = PendingWrite(form, site, action, written, condition, calls, flag)
             if target.fresh_buffer and target.grad is Grad.NO:
                 return  # an out-parameter: a buffer made to be filled, read afterwards on purpose
@@ -1706,8 +1715,11 @@ class FunctionInterpreter:
                     continue
                 if isinstance(value, Val) and value.storages & target.storages and not other_round(value, target):
                     state.stale.setdefault(name, pending)  # the first write that changed it under the name
-                elif _holds(value, target):
-                    # `skips.append(x)` before `x = self.act(x)`: the list kept the tensor, not its values
+                elif self.grad_enabled and _holds(value, target):
+                    # `skips.append(x)` before `x = self.act(x)`: the list kept the tensor, not its
+                    # values. Not where nothing records: inference code keeps windows onto a buffer
+                    # it updates (SAM3's per-object mask views), and a loop's element stands for
+                    # each element, which it may hand to different lists (timm's EMA by dtype).
                     state.stale.setdefault(name, replace(pending, held=target.storages))
 
     def hazard_of(self, target: Val, state: State, node: cst.CSTNode, written: str) -> Hazard | None:

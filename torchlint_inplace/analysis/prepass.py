@@ -22,7 +22,8 @@ The pre-pass keeps any file where the interpreter might reach a `Mutation`:
    caller reports at its own call site, and writes inside an `autograd.Function.forward`,
    which its contract reports: see 4.
 2. `ctx.mark_dirty` in an `autograd.Function` (TIP005 without any write): kept.
-3. `.step()` and a `backward` in one file (TIP009): kept.
+3. `.step()` and a `backward` in one file (TIP009), or a `.step()` and a `state_dict()` (a
+   snapshot of the parameters the step rewrites, read stale afterwards): kept.
 4. Project imports: a file importing another project file (relative, or an absolute import
    that resolves under the package root exactly as `analysis.project` resolves it) is kept if
    a file reachable through such imports holds an inplace-activation write site, or, for a
@@ -57,13 +58,15 @@ A write site is harmless, and does not keep its file, when one of these holds:
   (`call_torch`), when every import binding of the call's head resolves there.
 - *Inert under no_grad*: the enclosing function is decorated `@torch.no_grad()` /
   `@torch.inference_mode()` (resolved through imports), does not mention `enable_grad` or
-  `set_grad_enabled`, and is not in an `autograd.Function` class; and the written expression
-  cannot alias one of the function's own parameters. Then its state starts without saves and
-  records none (`record_op`, `apply_module` and `call_project` save only with grad enabled), so
-  `hazard_of` finds nothing (leaf and multi-view hazards need grad enabled too), no stale read
-  is recorded (that needs grad enabled), and the write is neither in the function's summary
-  nor marks the file as an argument writer (both need a parameter's storage), so no caller
-  anywhere can turn it into a finding.
+  `set_grad_enabled`, and is not in an `autograd.Function` class; the write is not an in-place
+  torch function or inplace functional (whose write, hidden from the names sharing the tensor,
+  makes their later reads stale in any grad mode: the values are wrong either way); and the
+  written expression cannot alias one of the function's own parameters. Then its state starts
+  without saves and records none (`record_op`, `apply_module` and `call_project` save only with
+  grad enabled), so `hazard_of` finds nothing (leaf and multi-view hazards need grad enabled
+  too), no stale read is recorded (only hidden writes record them), and the write is neither in
+  the function's summary nor marks the file as an argument writer (both need a parameter's
+  storage), so no caller anywhere can turn it into a finding.
 
 A file `ast` cannot parse is never skipped: the runner reports its syntax error (TIP000).
 """
@@ -301,6 +304,7 @@ class _Scope:
 class _Site:
     written: ast.expr
     what: str
+    hidden: bool  # an in-place torch function or inplace functional: its write is hidden from readers
 
 
 class _Scanner:
@@ -324,7 +328,7 @@ class _Scanner:
         self._growth: set[int] = set()  # the values of `items.append(...)` and the like, as assignments
         self._iterated: set[int] = set()  # what `for` loops iterate: their targets bind its elements
         self._steps: list[ast.Call] = []
-        self._backwards = False
+        self._read_across_steps = False  # a backward or a state_dict(): what a step can make wrong
         self._calls: list[ast.Call] = []
         self._module_classes: list[ast.Name | ast.Attribute] = []  # mentions of an inplace module's name
         self._type_tests: set[int] = set()  # classes only compared with (`isinstance(m, nn.ReLU)`, `t == nn.ELU`)
@@ -360,8 +364,10 @@ class _Scanner:
         for call in self._calls:
             self._call(call)
         self._module_class_values({id(call.func) for call in self._calls})
-        if self._steps and self._backwards:
-            self.early_reason = self.early_reason or f"optimizer step and backward() at line {self._steps[0].lineno}"
+        if self._steps and self._read_across_steps:
+            self.early_reason = self.early_reason or (
+                f"optimizer step and backward() or state_dict() at line {self._steps[0].lineno}"
+            )
         self.autograd_classes = [
             node for node in self.classes if any(self._names_function_base(base) for base in node.bases)
         ]
@@ -388,7 +394,12 @@ class _Scanner:
             if not self._may_tensor(scope, site.written, params_only=False):
                 continue
             in_function_class = any(_start(node) <= position <= _end(node) for node in self.autograd_classes)
-            if scope.no_grad and not in_function_class and not self._may_tensor(scope, site.written, params_only=True):
+            if (
+                scope.no_grad
+                and not site.hidden
+                and not in_function_class
+                and not self._may_tensor(scope, site.written, params_only=True)
+            ):
                 continue
             return f"{site.what} at line {site.written.lineno}"
         return None
@@ -475,7 +486,7 @@ class _Scanner:
     # ------------------------------------------------------------------ nodes
 
     def _site(self, written: ast.expr, what: str, activation: bool = False) -> None:
-        self.sites.append(_Site(written, what))
+        self.sites.append(_Site(written, what, activation))
         self.activation |= activation
 
     def _subscript(self, node: ast.Subscript) -> None:
@@ -601,10 +612,10 @@ class _Scanner:
                 self.early_reason = self.early_reason or f"ctx.mark_dirty at line {call.lineno}"
             elif func.attr == "step":
                 self._steps.append(call)
-            elif func.attr == "backward":
-                self._backwards = True
+            elif func.attr in ("backward", "state_dict"):
+                self._read_across_steps = True
         if isinstance(func, (ast.Name, ast.Attribute)) and (_dotted(func) or "").endswith("backward"):
-            self._backwards = True
+            self._read_across_steps = True
         for keyword in call.keywords:
             if keyword.arg == "out":
                 self._site(keyword.value, "out= argument")

@@ -77,6 +77,7 @@ class PendingWrite:
     # When the name is a list or dict that holds the tensor: the tensor's storages (an item read
     # is stale only if it is that tensor).
     held: frozenset[int] = frozenset()
+    advice: str = "pass a `.clone()`, or use the out-of-place form (inplace=False)"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "condition", shared(self.condition))  # kept by the memo: one object per condition

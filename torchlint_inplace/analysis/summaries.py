@@ -12,7 +12,7 @@ so that a file's analysis reports exactly what its own entry points reach.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from .conditions import Condition
@@ -40,6 +40,9 @@ class ParamWrite:
     grad_enabled: bool  # the callee's own grad mode there: under its no_grad a leaf may be written
     condition: Condition = frozenset()
     related: tuple[Callable[[], Related], ...] = ()
+    # Done by a callee of the function that recorded it, which handed its argument on: a
+    # pipeline of helpers updating a buffer (SAM3's masks "updated in-place then returned").
+    nested: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "condition", shared(self.condition))  # kept by the memo: one object per condition
@@ -133,16 +136,7 @@ class SummaryRecorder:
 
     def on_write(self, storages: frozenset[int], write: ParamWrite) -> None:
         for slot in self.slots_of(storages):
-            candidate = ParamWrite(
-                slot,
-                write.site,
-                write.form,
-                write.action,
-                write.via_activation,
-                write.grad_enabled,
-                write.condition,
-                write.related,
-            )
+            candidate = replace(write, slot=slot)
             if candidate not in self.summary.writes:
                 self.summary.writes.append(candidate)
                 self.summary.writes_arguments = True

@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from ..diagnostics import Related
 from .hazards import Hazard, step_reason
 from .imports import dotted
 from .model import Form, Reason
-from .state import ArgumentBackward, SaveRecord, Site, State, Step, next_order
+from .state import ArgumentBackward, PendingWrite, SaveRecord, Site, State, Step, next_order
 from .syntax import keyword_of, literal
-from .values import Optimizer, Params, Value, collapse, graph_of, tensors_in
+from .values import SNAPSHOT, Optimizer, Params, Val, Value, collapse, graph_of, tensors_in
 
 if TYPE_CHECKING:
     from .arguments import Args
@@ -102,10 +103,50 @@ class TrainingLoop:
 
     def take(self, step: Step, state: State) -> None:
         """A step on this path, here or in a callee (`self.backward(...)` stepping the
-        discriminator): later backwards here see it, and so do this run's callers."""
+        discriminator): later backwards here see it, and so do this run's callers; and a
+        `state_dict()` kept of the parameters it rewrites reads the new values from now on
+        (`best = model.state_dict()` in an epoch loop: the "best" weights are the last)."""
         state.steps += (step,)
         if self.i.recorder is not None:
             self.i.recorder.summary.training.append(step)
+        if not step.storages:
+            return
+        for name, value in state.env.items():
+            kept = [
+                tensor
+                for tensor in tensors_in(value)
+                if tensor.hidden == SNAPSHOT and tensor.storages & step.storages and tensor.origin is not None
+            ]
+            earlier = state.stale.get(name)
+            if kept and not name.startswith("self.") and (earlier is None or earlier.form is Form.OPTIMIZER_STEP):
+                state.stale[name] = self.snapshot_rewritten(kept, step)
+
+    def snapshot_rewritten(self, kept: list[Val], step: Step) -> PendingWrite:
+        """The write a read of a kept `state_dict()` reports, at the `state_dict()` call a fix
+        copies (`copy.deepcopy(model.state_dict())`), the step that rewrote it related. Of the
+        snapshots a name may hold, the last taken: `best = model.state_dict()` in the epoch loop,
+        not the placeholder before it, which only a run that never improved keeps."""
+        engine, path = self.i.engine, self.i.ctx.path
+        located = [(engine.locate(snapshot.origin, path), snapshot) for snapshot in kept]
+        taken, snapshot = max(located, key=lambda pair: pair[0][1].start.line if pair[0] is not None else -1)
+        assert snapshot.origin is not None
+        stepped = engine.locate(step.site.node, step.site.path)
+        code = self.i.ctx.code_of(step.site.node)
+        related = (
+            (lambda: Related(stepped[0], stepped[1], f"`{code}` rewrites the parameters in place here"),)
+            if stepped is not None
+            else ()
+        )
+        return PendingWrite(
+            Form.OPTIMIZER_STEP,
+            Site(taken[0], snapshot.origin) if taken is not None else step.site,
+            f"`{code}` rewrites",
+            self.i.ctx.code_of(snapshot.origin),
+            step.condition,
+            related,
+            held=snapshot.storages,
+            advice="keep a copy: `copy.deepcopy(model.state_dict())`",
+        )
 
 
 def parameter_storages(value: Value | None) -> frozenset[int] | None:

@@ -61,7 +61,7 @@ class Val:
     # The `expand` call it is a view of: its entries share memory, a write lands in all of them
     expanded: cst.CSTNode | None = None
     items: tuple[Value, ...] | None = None  # tuple-like results: chunk(), lstm outputs; list displays
-    hidden: str | None = None  # "data" / "detach": an alias autograd does not track
+    hidden: str | None = None  # "data" / "detach" / SNAPSHOT: an alias autograd does not track
     multi_view: str | None = None  # an output of chunk()/split()/unbind(): torch forbids writing it
     dtype: str | None = None  # when known: "bfloat16" under autocast, "float32" after .float()
     fresh_buffer: bool = False  # made by a factory (zeros, empty): an out-parameter a callee may fill
@@ -123,6 +123,9 @@ class Val:
 
 
 NOT_TENSOR = Val()
+# How a `state_dict()` value aliases its module's parameters: detached (as `.detach()`), and
+# taken to keep them as they are now, which the next optimizer step changes under it.
+SNAPSHOT = "state_dict"
 
 
 @dataclass(frozen=True, slots=True)
