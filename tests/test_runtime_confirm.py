@@ -50,6 +50,16 @@ TIMEOUT_S = 10.0
 # Lines --confirm cannot run as their drivers do (hazards it cannot prove, look-alikes it cannot
 # build or feed), by a piece of their text, and why.
 UNPROVABLE = {
+    "scores /= temperature  # expect: TIP007": (
+        "the reader is the same call in the loop's next round: one call on synthetic scores changes nothing it reads"
+    ),
+    **{
+        line: "a module built from a list of channel counts, its forward handed a list: nothing to synthesise them from"
+        for line in (
+            "x[i] = self.m[i](x[i])  # safe: a slot of the list",
+            ".contiguous()  # safe: the same slot rebound",
+        )
+    },
     "opt_d.step()  # expect: TIP009": "a training step taking the models and optimizers: nothing to synthesise them from",
     "opt_trunk.step()  # expect: TIP009": "a training step taking the model and optimizers: nothing to synthesise them from",
     "x.pow_(2)  # expect: TIP005": "silent TIP005 (saved, then mutated and marked dirty): no run-time fix to compare with",
