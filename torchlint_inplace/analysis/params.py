@@ -103,7 +103,10 @@ def _used_as_sequences(func: cst.FunctionDef, names: set[str]) -> set[str]:
         node, parent = stack.pop()
         if isinstance(node, cst.Name) and node.value in names:
             use = _sequence_use(node, parent)
-            (indexed if use == "index" else other if use is None else set()).add(node.value)
+            if use == "index":
+                indexed.add(node.value)
+            elif use is None:
+                other.add(node.value)
             continue
         if isinstance(node, (cst.Subscript, cst.Call, cst.For, cst.Return)):
             stack.extend((child, node) for child in child_nodes(node))
