@@ -16,7 +16,9 @@ from support import runs_of
 from torchlint_inplace import analysis
 from torchlint_inplace.analysis import shared
 from torchlint_inplace.analysis.classes import ClassInfo
+from torchlint_inplace.analysis.conditions import Assumption
 from torchlint_inplace.analysis.project import key_of
+from torchlint_inplace.analysis.values import MAX_OPTIONS, Choice, Const, Value
 
 UNWRAP = """\
 import torch
@@ -235,3 +237,35 @@ def test_a_comprehension_forks_on_open_filters_a_bounded_number_of_times() -> No
     assert sorted(len(option.items) for _, option in forked.options) == [0, 1, 1, 2]  # type: ignore[union-attr]
     homogeneous = _returned(16)
     assert isinstance(homogeneous, Val) and homogeneous.items is not None and len(homogeneous.items) == 1
+
+
+def _assumed(subject: str, holds: bool = True) -> frozenset[Assumption]:
+    return frozenset({Assumption(subject, "", holds)})
+
+
+def test_a_choice_among_choices_is_one_flat_choice_under_both_conditions() -> None:
+    """torch's dynamo materialized a callee's choice on each option of a choice receiver, call
+    level after call level: values sixty choices deep, 18 GB for one worker."""
+    inner = Choice(((_assumed("b"), Const(1)), (_assumed("b", False), Const(2))))
+    outer = Choice(((_assumed("a"), inner), (_assumed("a", False), Const(3))))
+    assert outer.options == (
+        (_assumed("a") | _assumed("b"), Const(1)),
+        (_assumed("a") | _assumed("b", False), Const(2)),
+        (_assumed("a", False), Const(3)),
+    )
+
+
+def test_a_flattened_value_met_on_two_paths_keeps_what_they_share() -> None:
+    """`1` is there whether `b` holds or not: only `a` selects it."""
+    inner = Choice(((_assumed("b"), Const(1)), (_assumed("b", False), Const(2))))
+    outer = Choice(((_assumed("a"), inner), (_assumed("a") | _assumed("b", False), Const(1))))
+    assert outer.options == ((_assumed("a"), Const(1)), (_assumed("a") | _assumed("b", False), Const(2)))
+
+
+def test_nesting_cannot_grow_a_choice_past_its_bound() -> None:
+    value: Value = Const(0)
+    for level in range(40):
+        value = Choice(((_assumed(f"a{level}"), value), (_assumed(f"a{level}", False), Const(level + 1))))
+    assert isinstance(value, Choice)
+    assert len(value.options) == MAX_OPTIONS
+    assert not any(isinstance(option, Choice) for _, option in value.options)

@@ -305,8 +305,21 @@ class Choice:
 
     options: tuple[tuple[Condition, Value], ...]
 
-    def __post_init__(self) -> None:  # kept by the memo: one object per condition
-        object.__setattr__(self, "options", tuple((shared(condition), value) for condition, value in self.options))
+    def __post_init__(self) -> None:
+        """Options are never choices themselves: a choice among choices (a callee's result, itself a
+        choice, materialized on each option of its receiver) is one flat choice, each option under
+        both conditions, so that nesting cannot grow with call depth (torch's dynamo nested them
+        sixty deep, 168,000 leaves in one value). Conditions are kept by the memo: one object each."""
+        options: Iterable[tuple[Condition, Value]] = self.options
+        if any(isinstance(value, Choice) for _, value in self.options):
+            options = distinct_options(
+                [
+                    (condition | inner, option)
+                    for condition, value in options
+                    for inner, option in _options(value, frozenset())
+                ]
+            )
+        object.__setattr__(self, "options", tuple((shared(condition), value) for condition, value in options))
 
 
 Value = Val | Const | Sym | Klass | Func | Namespace | Super | Partial | Module | DictVal | Params | Optimizer | Choice
@@ -314,15 +327,24 @@ Value = Val | Const | Sym | Klass | Func | Namespace | Super | Partial | Module 
 MAX_OPTIONS = 32
 
 
-def _seen(value: Value, seen: set[Value], unique: list[tuple[Condition, Value]]) -> bool:
-    """Whether `value` is among the options kept; records it if not."""
-    try:
-        if value in seen:
-            return True
-        seen.add(value)
-        return False
-    except TypeError:  # holds an unhashable constant: compared one by one
-        return any(value == known for _, known in unique)
+def distinct_options(options: Iterable[tuple[Condition, Value]]) -> list[tuple[Condition, Value]]:
+    """The options a path can take, each value once, at most MAX_OPTIONS of them: a value met
+    under several conditions is kept under the assumptions they share (it is there on each of
+    those paths)."""
+    unique: list[tuple[Condition, Value]] = []
+    where: dict[Value, int] = {}  # the options kept, by value (a merge may meet 64 of them)
+    for condition, value in options:
+        if not consistent(condition):
+            continue
+        try:
+            index = where.setdefault(value, len(unique))
+        except TypeError:  # holds an unhashable constant: compared one by one
+            index = next((i for i, (_, known) in enumerate(unique) if known == value), len(unique))
+        if index < len(unique):
+            unique[index] = (unique[index][0] & condition, value)
+        elif len(unique) < MAX_OPTIONS:
+            unique.append((condition, value))
+    return unique
 
 
 def merge_values(
@@ -357,18 +379,8 @@ def merge_values(
         entries = tuple((key, merge_values(a.get(key), b.get(key), when_a, when_b)) for key in keys)
         rest = merge_values(a.rest, b.rest, when_a, when_b) if a.rest is not None or b.rest is not None else None
         return DictVal(entries, rest, a.cell if a.cell == b.cell else None)
-    options = _options(a, when_a) + _options(b, when_b)
-    unique: list[tuple[Condition, Value]] = []
-    seen: set[Value] = set()  # the options kept, by value (a merge may meet 64 of them)
-    for condition, value in options:
-        if not consistent(condition) or _seen(value, seen, unique):
-            continue
-        unique.append((condition, value))
-    if len(unique) == 1:
-        return unique[0][1]
-    if len(unique) > MAX_OPTIONS:
-        unique = unique[:MAX_OPTIONS]
-    return Choice(tuple(unique))
+    unique = distinct_options(_options(a, when_a) + _options(b, when_b))
+    return unique[0][1] if len(unique) == 1 else Choice(tuple(unique))
 
 
 def _options(value: Value, when: Condition) -> list[tuple[Condition, Value]]:
