@@ -84,6 +84,16 @@ UNPROVABLE = {
     "label.fill_(0.0)  # expect: TIP001": "a training function taking the model: nothing to synthesise it from",
     "target.mul_(2.0)  # expect: TIP001": "a training function taking the model: nothing to synthesise it from",
     "label.fill_(0.0)  # safe: the real loss's backward ran before the refill": "a training function taking the model: nothing to synthesise it from",
+    **{
+        line: (
+            "the ReLU is built inside `build_from_cfg` from a config dict: the tracer blames the line calling it, not the"
+            " `inplace=True` of the config the finding names"
+        )
+        for line in (
+            'self.act = build_activation_layer(dict(type="ReLU", inplace=True))  # expect: TIP004',
+            'self.act = build_from_a_fresh_registry(dict(type="Rectifier", inplace=True))  # expect: TIP004',
+        )
+    },
     "spec[:, :, :width] = 0.0  # expect: TIP007": (
         "the reader is a script two files up (`train.py` through `augment.transforms`); a synthetic call of the helper"
         " has no caller that reads the spectrogram again"

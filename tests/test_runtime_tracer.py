@@ -101,6 +101,16 @@ TRACER_GAPS = {
         "the tracer reports the caller's read of a buffer its callee's callee rewrote; the analysis takes a write handed"
         " down a pipeline (the planner rebinding its name to the helper's result) for the update the caller asked for"
     ),
+    **{
+        (f"tip004/registry_built_activation.py::{driver}", None): (
+            "the ReLU is built inside `build_from_cfg` from a config dict: the tracer names the line calling it, the"
+            " analysis the `inplace=True` of the config a user edits"
+        )
+        for driver in (
+            "raises_registry_relu_rewrites_sigmoid_output",
+            "raises_fresh_registry_relu_rewrites_sigmoid_output",
+        )
+    },
     ("realworld/option_critic_stale_state.py::safe_action_head_reads_state_data", "fail-fast"): (
         "fail-fast counts a graph still referenced as pending (`state`'s, carried to the next step, which the next loss"
         " reaches only through `state.data`), so the update is refused"

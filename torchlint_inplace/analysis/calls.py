@@ -883,6 +883,14 @@ class CallEvaluator:
                 return Val(fresh_storage(), Grad.LEAF, origin=call)
             return Val(fresh_storage(), Grad.NO, origin=call, fresh_buffer=True, inference=self.i.inference)
         tensors = args.tensors()
+        twin = facts.inplace_functions.get(short) if namespace in ("torch", _FUNCTIONAL) else None
+        flag = self.inplace_flag(short, args) if namespace == _FUNCTIONAL else None
+        first_expr = (
+            args.positional_exprs[0] if args.positional_exprs and args.positional_exprs[0] is not None else call
+        )
+        if not tensors and args.positional and (twin is not None or flag is not None):
+            # `F.relu(x, inplace=True)` on a parameter nobody here passes: its callers decide
+            self.i.note_blind(first_expr, args.positional[0], writes=True)
         if not tensors or (
             namespace == "torch"
             and short not in facts.tensor_functions
@@ -894,11 +902,6 @@ class CallEvaluator:
             return NOT_TENSOR
         label = self.i.ctx.code_of(call.func)
         first_value = collapse(args.positional[0]) if args.positional else tensors[0]
-        first_expr = (
-            args.positional_exprs[0] if args.positional_exprs and args.positional_exprs[0] is not None else call
-        )
-        twin = facts.inplace_functions.get(short) if namespace in ("torch", _FUNCTIONAL) else None
-        flag = self.inplace_flag(short, args) if namespace == _FUNCTIONAL else None
         if twin is not None or flag is not None:
             # torch.relu_(x), F.relu(x, inplace=True): rewrites its input
             condition = frozenset() if twin is not None else flag
@@ -1275,9 +1278,15 @@ class CallEvaluator:
         # them (one typed `torch.LongTensor` brings no graph along).
         passed = Args(values, open=args.open)
         result = _made_at(self.materialize(summary.returned, summary, resolve, mapping, passed, state), call)
-        for name, value in summary.self_updates.items():
-            if bound is not None and _same_self(bound, state):
-                state.env[f"self.{name}"] = self.materialize(value, summary, resolve, mapping, passed, state)
+        if bound is not None and summary.self_updates:
+            updates = {
+                name: self.materialize(value, summary, resolve, mapping, passed, state)
+                for name, value in summary.self_updates.items()
+            }
+            if _same_self(bound, state):
+                state.env.update((f"self.{name}", value) for name, value in updates.items())
+            else:
+                self.update_receiver(bound, call, updates, state)
         for name, (value, pending) in summary.outer.items():
             filled = self.materialize(value, summary, resolve, mapping, passed, state)
             if isinstance(filled, (Val, DictVal)):
@@ -1370,6 +1379,23 @@ class CallEvaluator:
         for other, kept in state.env.items():
             if other in owners or (cell is not None and getattr(kept, "cell", None) == cell):
                 state.stale.setdefault(other, replace(pending, held=held or pending.held))
+
+    def update_receiver(self, bound: Value, call: cst.Call, updates: dict[str, Value], state: State) -> None:
+        """`registry.register_module(module=nn.ReLU)`, `memory.create_tensor(...)`: what a method
+        bound to `self` is the caller's object afterwards, where the caller holds it by a name. The
+        instance is copied, not changed: the memo shares one among the sites that build it alike."""
+        owner = dotted(call.func.value) if isinstance(call.func, cst.Attribute) else None
+        # a module-level name (`ACTIVATION_LAYERS`) is the caller's from now on
+        held = state.env.get(owner, bound if "." not in owner else None) if owner is not None else None
+        if not (isinstance(bound, Module) and bound.instance is not None and isinstance(held, Module)):
+            return
+        if held.instance is not bound.instance:
+            return
+        attrs = bound.instance.attrs
+        if all(name in attrs and attrs[name] == value for name, value in updates.items()):
+            return
+        instance = replace(bound.instance, attrs={**attrs, **updates})
+        state.env[cast(str, owner)] = replace(held, instance=instance)
 
     def materialize(
         self,

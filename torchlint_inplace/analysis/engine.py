@@ -94,6 +94,7 @@ class Engine:
         self.reached: list[Summary] = []  # the runs the entry points reached
         self.picked: list[tuple[Condition, Summary]] = []  # runs of a forward picked in `__init__`, under the pick
         self._evaluating: set[tuple[str, str]] = set()
+        self._top_levels: set[str] = set()  # the files whose top level is being run (`module_run`)
         self._active: dict[int, int] = {}  # id(FunctionDef) -> its runs now on the call stack
 
     # ----------------------------------------------------------------- names
@@ -102,6 +103,34 @@ class Engine:
         return function_grad_enabled(node, cls, ctx.imports)
 
     def global_value(self, ctx: FileContext, name: str) -> Value:
+        value = self.bound_value(ctx, name)
+        if name in ctx.mutated and isinstance(value, Module) and value.instance is not None:
+            return self.module_run(ctx).get(name, value)
+        return value
+
+    def module_run(self, ctx: FileContext) -> dict[str, Value]:
+        """The project objects the module's top level changes, as it leaves them: a registry
+        filled by a loop of `register_module` calls, read by the file's `build_*` functions. Run
+        once per file; while it runs, the names hold what they were bound to."""
+        here = key_of(ctx.path)
+        if here in self._top_levels:
+            return {}
+        self._top_levels.add(here)
+        try:
+            return self.project.learn(
+                ("module run", here, id(ctx.module)), lambda: self.run_top_level(ctx), lambda _: {here}
+            )
+        finally:
+            self._top_levels.discard(here)
+
+    def run_top_level(self, ctx: FileContext) -> dict[str, Value]:
+        statements = [s for s in ctx.module.body if not isinstance(s, (cst.FunctionDef, cst.ClassDef))]
+        interp = FunctionInterpreter(self, ctx, constructing=True, depth=MAX_CALL_DEPTH - 2)
+        final = interp.run_statements(statements)
+        return {name: final.env[name] for name in ctx.mutated if name in final.env}
+
+    def bound_value(self, ctx: FileContext, name: str) -> Value:
+        """What a module-level name is bound to: a class, a function, its one assignment, an import."""
         if name in ctx.classes:
             return Klass(name, ref=ctx.classes[name])
         if name in ctx.functions:

@@ -63,12 +63,57 @@ def tensor_parameters(func: cst.FunctionDef, cls: ClassInfo | None, is_module: b
     params = list(func.params.posonly_params) + list(func.params.params) + list(func.params.kwonly_params)
     if cls is not None and params and not _is_static(func):
         params = params[1:]  # self / cls / ctx
+    fed = _fed_to_submodules(func, cls) if cls is not None and is_module and not is_forward else set()
     found = {}
     for param in params:
         annotation = _annotation_kind(param)
-        if annotation is False or (annotation is None and (not is_forward or _non_tensor_default(param))):
+        activation = is_forward or param.name.value in fed
+        if annotation is False or (annotation is None and (not activation or _non_tensor_default(param))):
             continue
-        found[param.name.value] = Grad.MAYBE if is_forward else Grad.UNKNOWN
+        found[param.name.value] = Grad.MAYBE if activation else Grad.UNKNOWN
+    return found
+
+
+def _fed_to_submodules(func: cst.FunctionDef, cls: ClassInfo) -> set[str]:
+    """A module's other methods' parameters that go straight into one of the layers its class
+    sets on `self` (`x = self.rpn_conv(x)` in mmdet's `forward_single`, which the base class's
+    `forward` maps over the feature maps): activations, like a `forward`'s, whoever calls the
+    method. Not those the body uses as a list of them, nor what goes to `self.apply(fn)` and the
+    other methods nn.Module has."""
+    fed: set[str] = set()
+    layers = _attributes_set(cls)
+    for node in _nodes_under(func.body):
+        if isinstance(node, cst.Call) and node.args and not node.args[0].star and node.args[0].keyword is None:
+            callee, first = node.func, node.args[0].value
+            if (
+                isinstance(callee, cst.Attribute)
+                and isinstance(callee.value, cst.Name)
+                and callee.value.value == "self"
+                and callee.attr.value in layers
+                and isinstance(first, cst.Name)
+            ):
+                fed.add(first.value)
+    return fed - _used_as_sequences(func, fed) if fed else fed
+
+
+def _attributes_set(cls: ClassInfo) -> set[str]:
+    """The attributes the class's own methods assign on `self` (`self.rpn_conv = ...`)."""
+    return {
+        target.attr.value
+        for node in _nodes_under(cls.node.body)
+        if isinstance(node, cst.Assign)
+        for target in (assign.target for assign in node.targets)
+        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self"
+    }
+
+
+def _nodes_under(root: cst.CSTNode) -> list[cst.CSTNode]:
+    found: list[cst.CSTNode] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        stack.extend(child_nodes(node))
     return found
 
 

@@ -71,6 +71,9 @@ class FileContext:
     # Module-level bindings other than defs, classes and imports: name -> the value expression
     # last assigned to it at top level (read lazily by functions of the file).
     assignments: dict[str, cst.BaseExpression] = field(default_factory=dict)
+    # Module-level names the top level changes after binding them (`LAYERS.register_module(...)`
+    # in a loop, `TABLE[key] = value`): their value is what the whole top level leaves.
+    mutated: frozenset[str] = frozenset()
     text_hash: int | None = None  # of the decoded text `module` was parsed from, when read from disk
     size: int = 0  # characters of that text: what the tree costs in memory (0: not known)
     _positions: Positions | None = None
@@ -262,7 +265,33 @@ def index_module(path: str, module: cst.Module) -> FileContext:
             elif isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
                 for alias in small.names:
                     ctx.assignments.pop(bound_name(alias), None)  # imported again: the import holds
+    ctx.mutated = frozenset(_mutated_at_top_level(module.body))
     return ctx
+
+
+def _mutated_at_top_level(body: Sequence[cst.CSTNode]) -> Iterator[str]:
+    """The names whose objects the module's own top level changes: called for effect
+    (`ACTIVATION_LAYERS.register_module(module=module)`) or stored into (`TABLE[key] = cls`),
+    in loops and branches too, not in functions or classes."""
+    for statement in body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                    func = small.value.func
+                    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+                        yield func.value.value
+                elif isinstance(small, (cst.Assign, cst.AugAssign)):
+                    targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+                    for target in targets:
+                        if isinstance(target, (cst.Subscript, cst.Attribute)) and isinstance(target.value, cst.Name):
+                            yield target.value.value
+        elif isinstance(statement, (cst.For, cst.While, cst.If, cst.With, cst.Try)):
+            yield from _mutated_at_top_level(_body(statement.body))
+            orelse = getattr(statement, "orelse", None)
+            if isinstance(orelse, cst.If):
+                yield from _mutated_at_top_level((orelse,))
+            elif orelse is not None:
+                yield from _mutated_at_top_level(_body(orelse.body))
 
 
 def _module_level(body: Sequence[cst.CSTNode]) -> Iterator[cst.SimpleStatementLine]:
