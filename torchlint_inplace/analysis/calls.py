@@ -1385,17 +1385,15 @@ class CallEvaluator:
         bound to `self` is the caller's object afterwards, where the caller holds it by a name. The
         instance is copied, not changed: the memo shares one among the sites that build it alike."""
         owner = dotted(call.func.value) if isinstance(call.func, cst.Attribute) else None
+        if owner is None or not isinstance(bound, Module) or bound.instance is None:
+            return
         # a module-level name (`ACTIVATION_LAYERS`) is the caller's from now on
-        held = state.env.get(owner, bound if "." not in owner else None) if owner is not None else None
-        if not (isinstance(bound, Module) and bound.instance is not None and isinstance(held, Module)):
-            return
-        if held.instance is not bound.instance:
-            return
+        held = state.env.get(owner, bound if "." not in owner else None)
         attrs = bound.instance.attrs
-        if all(name in attrs and attrs[name] == value for name, value in updates.items()):
+        if not isinstance(held, Module) or held.instance is not bound.instance:
             return
-        instance = replace(bound.instance, attrs={**attrs, **updates})
-        state.env[cast(str, owner)] = replace(held, instance=instance)
+        if not all(name in attrs and attrs[name] == value for name, value in updates.items()):
+            state.env[owner] = replace(held, instance=replace(bound.instance, attrs={**attrs, **updates}))
 
     def materialize(
         self,

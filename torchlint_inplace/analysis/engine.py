@@ -124,9 +124,8 @@ class Engine:
             self._top_levels.discard(here)
 
     def run_top_level(self, ctx: FileContext) -> dict[str, Value]:
-        statements = [s for s in ctx.module.body if not isinstance(s, (cst.FunctionDef, cst.ClassDef))]
         interp = FunctionInterpreter(self, ctx, constructing=True, depth=MAX_CALL_DEPTH - 2)
-        final = interp.run_statements(statements)
+        final = interp.run_statements(_top_level_code(ctx))
         return {name: final.env[name] for name in ctx.mutated if name in final.env}
 
     def bound_value(self, ctx: FileContext, name: str) -> Value:
@@ -610,10 +609,7 @@ class Engine:
         zoo's other entries (a hundred factory functions of its own) cannot add a finding there."""
         found: list[Mutation] = []
         top = FunctionInterpreter(self, ctx)
-        statements = [
-            statement for statement in ctx.module.body if not isinstance(statement, (cst.FunctionDef, cst.ClassDef))
-        ]
-        if _guarded(top.run_statements, statements) is not None:
+        if _guarded(top.run_statements, _top_level_code(ctx)) is not None:
             found.extend(top.mutations())
         self.reached.extend(top.children)
         wanted = _mentioning(ctx, reaching) if reaching is not None else None
@@ -781,6 +777,11 @@ class Engine:
             else:
                 continue  # its default, or a configuration value nobody passed
         return values
+
+
+def _top_level_code(ctx: FileContext) -> list[cst.BaseStatement]:
+    """The statements a module runs at import, less its definitions (run as entries of their own)."""
+    return [statement for statement in ctx.module.body if not isinstance(statement, (cst.FunctionDef, cst.ClassDef))]
 
 
 def _mentioning(ctx: FileContext, names: frozenset[str]) -> Callable[[cst.CSTNode], bool]:

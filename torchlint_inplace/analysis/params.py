@@ -10,7 +10,7 @@ import libcst as cst
 
 from .classes import ClassInfo
 from .imports import Imports, dotted
-from .syntax import annotation_text, child_nodes, optional_forms
+from .syntax import annotation_text, child_nodes, descendants, is_self, optional_forms
 from .values import Grad
 from .vocabulary import INFERENCE_MODE
 
@@ -82,13 +82,12 @@ def _fed_to_submodules(func: cst.FunctionDef, cls: ClassInfo) -> set[str]:
     other methods nn.Module has."""
     fed: set[str] = set()
     layers = _attributes_set(cls)
-    for node in _nodes_under(func.body):
+    for node in descendants(func.body):
         if isinstance(node, cst.Call) and node.args and not node.args[0].star and node.args[0].keyword is None:
             callee, first = node.func, node.args[0].value
             if (
                 isinstance(callee, cst.Attribute)
-                and isinstance(callee.value, cst.Name)
-                and callee.value.value == "self"
+                and is_self(callee.value)
                 and callee.attr.value in layers
                 and isinstance(first, cst.Name)
             ):
@@ -100,21 +99,11 @@ def _attributes_set(cls: ClassInfo) -> set[str]:
     """The attributes the class's own methods assign on `self` (`self.rpn_conv = ...`)."""
     return {
         target.attr.value
-        for node in _nodes_under(cls.node.body)
+        for node in descendants(cls.node.body)
         if isinstance(node, cst.Assign)
         for target in (assign.target for assign in node.targets)
-        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self"
+        if isinstance(target, cst.Attribute) and is_self(target.value)
     }
-
-
-def _nodes_under(root: cst.CSTNode) -> list[cst.CSTNode]:
-    found: list[cst.CSTNode] = []
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        found.append(node)
-        stack.extend(child_nodes(node))
-    return found
 
 
 def is_entry(func: cst.FunctionDef, cls: ClassInfo | None, is_module: bool) -> bool:

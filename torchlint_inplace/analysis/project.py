@@ -273,46 +273,37 @@ def _mutated_at_top_level(body: Sequence[cst.CSTNode]) -> Iterator[str]:
     """The names whose objects the module's own top level changes: called for effect
     (`ACTIVATION_LAYERS.register_module(module=module)`) or stored into (`TABLE[key] = cls`),
     in loops and branches too, not in functions or classes."""
-    for statement in body:
-        if isinstance(statement, cst.SimpleStatementLine):
-            for small in statement.body:
-                if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
-                    func = small.value.func
-                    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
-                        yield func.value.value
-                elif isinstance(small, (cst.Assign, cst.AugAssign)):
-                    targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
-                    for target in targets:
-                        if isinstance(target, (cst.Subscript, cst.Attribute)) and isinstance(target.value, cst.Name):
-                            yield target.value.value
-        elif isinstance(statement, (cst.For, cst.While, cst.If, cst.With, cst.Try)):
-            yield from _mutated_at_top_level(_body(statement.body))
-            orelse = getattr(statement, "orelse", None)
-            if isinstance(orelse, cst.If):
-                yield from _mutated_at_top_level((orelse,))
-            elif orelse is not None:
-                yield from _mutated_at_top_level(_body(orelse.body))
+    for statement in _module_level(body, loops=True):
+        for small in statement.body:
+            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                func = small.value.func
+                if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+                    yield func.value.value
+            elif isinstance(small, (cst.Assign, cst.AugAssign)):
+                targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+                for target in targets:
+                    if isinstance(target, (cst.Subscript, cst.Attribute)) and isinstance(target.value, cst.Name):
+                        yield target.value.value
 
 
-def _module_level(body: Sequence[cst.CSTNode]) -> Iterator[cst.SimpleStatementLine]:
+def _module_level(body: Sequence[cst.CSTNode], loops: bool = False) -> Iterator[cst.SimpleStatementLine]:
     """The module's simple statements in source order, those under its `if`/`else`, `with` and
     `try` bodies too (`if args.model == "LSTM": model = model.RNNModel(...)` rebinds the imported
     `model`; the last binding in the file is the one its functions read), not those of `except`
-    handlers (`except ImportError: amp = None` is the fallback, not the import's replacement)."""
+    handlers (`except ImportError: amp = None` is the fallback, not the import's replacement).
+    With `loops`, those of `for` and `while` loops too (a registry filled by a loop)."""
     for statement in body:
         if isinstance(statement, cst.SimpleStatementLine):
             yield statement
-        elif isinstance(statement, cst.If):
-            yield from _module_level(_body(statement.body))
+        elif isinstance(statement, cst.If) or (loops and isinstance(statement, (cst.For, cst.While))):
+            yield from _module_level(_body(statement.body), loops)
             orelse = statement.orelse
             if isinstance(orelse, cst.If):
-                yield from _module_level((orelse,))
+                yield from _module_level((orelse,), loops)
             elif orelse is not None:
-                yield from _module_level(_body(orelse.body))
-        elif isinstance(statement, cst.With):
-            yield from _module_level(_body(statement.body))
-        elif isinstance(statement, cst.Try):
-            yield from _module_level(_body(statement.body))
+                yield from _module_level(_body(orelse.body), loops)
+        elif isinstance(statement, (cst.With, cst.Try)):
+            yield from _module_level(_body(statement.body), loops)
 
 
 class Project:

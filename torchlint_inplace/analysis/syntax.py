@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields
 from functools import lru_cache
 
@@ -129,6 +129,15 @@ def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
         elif _is_node(value):
             found.append(value)
     return found
+
+
+def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """`node` and every node under it, layout left out (`child_nodes`)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(child_nodes(current))
 
 
 # Displays of Python containers and strings: a tensor cannot be combined with one in place
