@@ -33,8 +33,9 @@ def analyze(module: cst.Module, path: str, project: Project | None = None, previ
     # The interpreter recurses once per link of an expression chain (`x + x + ...`, `x.a.b...`).
     with deep_recursion():
         found = engine.analyze(ctx)
-        if engine.needs_callers(ctx):
-            found.extend(_from_callers(project, ctx, engine.writes_arguments(ctx)))
+        registries = project.registries_of(ctx)
+        if registries or engine.needs_callers(ctx):
+            found.extend(_from_callers(project, ctx, engine.writes_arguments(ctx), registries))
     mutations = _one_per_write(mutation for mutation in found if key_of(mutation.path) == key_of(path))
     dependencies = frozenset(project.dependencies - {key_of(path)})
     return FileAnalysis(path, module, mutations, preview, dependencies, frozenset(project.scanned_roots))
@@ -49,7 +50,9 @@ def analyze(module: cst.Module, path: str, project: Project | None = None, previ
 CALLER_LEVELS = 2
 
 
-def _from_callers(project: Project, ctx: FileContext, writes_arguments: bool) -> list[Mutation]:
+def _from_callers(
+    project: Project, ctx: FileContext, writes_arguments: bool, registries: list[FileContext]
+) -> list[Mutation]:
     """What the checked file's callers prove about it. Where it writes its arguments, whose
     owner may be further up: a caller whose own runs with it write their arguments or use ones
     nobody passed (a model built elsewhere) passes the question on to its importers, and a
@@ -57,11 +60,14 @@ def _from_callers(project: Project, ctx: FileContext, writes_arguments: bool) ->
     (its importers are callers of the same level: `import torchaudio` reaches
     `torchaudio/transforms.py`). Other questions (an in-place module built here, an argument
     used as an object) are answered by the nearest callers: following them further cost timm
-    85% for nothing found."""
+    85% for nothing found. Classes the file registers (`@NECKS.register_module()`) are built
+    by the callers of the registry's file, through the packages exporting its builders
+    (`from mmdet.models import build_neck`)."""
     checked = key_of(ctx.path)
     found: list[Mutation] = []
-    seen = {checked}
-    frontier = deque([ctx])
+    seen = {checked} | {key_of(registry.path) for registry in registries}
+    frontier = deque([ctx, *registries])
+    through_packages = writes_arguments or bool(registries)
     for _ in range(CALLER_LEVELS if writes_arguments else 1):
         passing: list[FileContext] = []
         read = 0  # callers of this level, at most MAX_CALLER_FILES with those through packages
@@ -77,11 +83,9 @@ def _from_callers(project: Project, ctx: FileContext, writes_arguments: bool) ->
                 found.extend(engine.analyze(caller, names))
                 if Path(caller.path).name != "__init__.py":
                     read += 1
-                if not writes_arguments:
-                    continue
-                if Path(caller.path).name == "__init__.py":
+                if Path(caller.path).name == "__init__.py" and through_packages:
                     frontier.append(caller)  # after the importers of this file: nearest first
-                elif engine.hands_on(caller, through=checked):
+                elif writes_arguments and engine.hands_on(caller, through=checked):
                     passing.append(caller)
         frontier = deque(passing)
     return found

@@ -21,7 +21,7 @@ from .classes import ClassInfo, FunctionRef
 from .conditions import OPTION, Assumption, Condition, consistent
 from .hazards import Hazard, hook_input_reason
 from .imports import dotted
-from .instances import submodules
+from .instances import Instance, submodules
 from .model import Form
 from .modules import ModuleFactory
 from .python_types import class_name, isinstance_of_known, partial_attribute
@@ -56,6 +56,7 @@ from .values import (
     grad_of,
     graph_of,
     is_container,
+    is_project_object,
     is_tensor,
     is_tensor_val,
     merge_all,
@@ -750,6 +751,8 @@ class CallEvaluator:
             for keyword, value in args.keywords.items():
                 result = result.set(keyword, value)
             return result
+        if name == "map" and len(args.positional) >= 2 and (mapped := self.mapped(call, args, state)) is not None:
+            return mapped
         if name in ("reversed", "sorted", "iter", "filter"):
             return args.positional[-1] if args.positional else NOT_TENSOR
         if name == "next":
@@ -815,6 +818,23 @@ class CallEvaluator:
                     return NOT_TENSOR
             return NOT_TENSOR
         return self.opaque_result(args, state)
+
+    def mapped(self, call: cst.Call, args: Args, state: State) -> Value | None:
+        """`map(f, xs, ...)` over sequences whose elements are known: `f` called on each, the
+        results in order (`q, k, v = map(lambda t: rearrange(t, ...), (q, k, v))` keeps each a view
+        of the chunk it reshapes; mmdet's `multi_apply(self.forward_single, feats)` runs the head
+        on each level)."""
+        sequences = [collapse(value) for value in args.positional[1:]]
+        items = [value.items for value in sequences if isinstance(value, Val) and not value.is_tensor]
+        if len(items) != len(sequences) or not all(items):
+            return None
+        exprs = [_elements(expr) for expr in args.positional_exprs[1:]]
+        results = []
+        for index in range(min(len(each) for each in cast("list[tuple[Value, ...]]", items))):
+            positional = [each[index] for each in cast("list[tuple[Value, ...]]", items)]
+            at = [elements[index] if elements is not None else None for elements in exprs]
+            results.append(self.call_value(args.positional[0], call, Args(positional, at), state))
+        return Val(items=tuple(results))
 
     def isinstance_of(self, value: Value, kinds: Value) -> Value:
         verdicts = {self.isinstance_verdict(option, kinds) for _, option in options_of(value)}
@@ -1278,12 +1298,19 @@ class CallEvaluator:
         # them (one typed `torch.LongTensor` brings no graph along).
         passed = Args(values, open=args.open)
         result = _made_at(self.materialize(summary.returned, summary, resolve, mapping, passed, state), call)
-        if bound is not None and summary.self_updates:
+        if isinstance(result, Func) and result.closure and is_project_object(bound):
+            result = _closing_over(result, bound)
+        enclosed_self = (
+            binding.values.get("self") if bound is None and binding.exprs.get("self", call) is None else None
+        )
+        if summary.self_updates and (bound is not None or is_project_object(enclosed_self)):
             updates = {
                 name: self.materialize(value, summary, resolve, mapping, passed, state)
                 for name, value in summary.self_updates.items()
             }
-            if _same_self(bound, state):
+            if bound is None:
+                self.update_enclosed(cast(Module, enclosed_self), updates, state)
+            elif _same_self(bound, state):
                 state.env.update((f"self.{name}", value) for name, value in updates.items())
             else:
                 self.update_receiver(bound, call, updates, state)
@@ -1394,6 +1421,15 @@ class CallEvaluator:
             return
         if not all(name in attrs and attrs[name] == value for name, value in updates.items()):
             state.env[owner] = replace(held, instance=replace(bound.instance, attrs={**attrs, **updates}))
+
+    def update_enclosed(self, held: Module, updates: dict[str, Value], state: State) -> None:
+        """`_register`, the function `register_module()` hands a class decorator: what a nested
+        function does to its method's `self` is done to that object wherever the caller holds it."""
+        instance = cast(Instance, held.instance)
+        changed = replace(held, instance=replace(instance, attrs={**instance.attrs, **updates}))
+        for name, value in list(state.env.items()):
+            if isinstance(value, Module) and value.ident == held.ident:
+                state.env[name] = changed
 
     def materialize(
         self,
@@ -1601,6 +1637,23 @@ def _per_condition(records: Iterable[SaveRecord]) -> list[SaveRecord]:
 def _named(params: Params) -> Val:
     """`named_parameters()`: (name, parameter) pairs."""
     return Val(items=(Val(items=(NOT_TENSOR, element_of(params))),))
+
+
+def _elements(expr: cst.BaseExpression | None) -> list[cst.BaseExpression] | None:
+    """The element expressions of a tuple or list display (`(q, k, v)`)."""
+    if isinstance(expr, (cst.Tuple, cst.List)) and not any(isinstance(e, cst.StarredElement) for e in expr.elements):
+        return [element.value for element in expr.elements]
+    return None
+
+
+def _closing_over(func: Func, bound: Module) -> Func:
+    """A nested function a method returned, closing over the caller's object rather than the
+    one the memoised run was given: objects built alike share one run, not one identity."""
+    closure = tuple(
+        (name, bound if isinstance(value, Module) and value.instance is bound.instance else value)
+        for name, value in func.closure
+    )
+    return replace(func, closure=closure)
 
 
 def _same_self(bound: Value, state: State) -> bool:

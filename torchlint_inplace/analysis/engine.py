@@ -104,14 +104,19 @@ class Engine:
 
     def global_value(self, ctx: FileContext, name: str) -> Value:
         value = self.bound_value(ctx, name)
-        if name in ctx.mutated and isinstance(value, Module) and value.instance is not None:
+        if (
+            isinstance(value, Module)
+            and value.instance is not None
+            and (name in ctx.mutated or self.project.registering(ctx, name))
+        ):
             return self.module_run(ctx).get(name, value)
         return value
 
     def module_run(self, ctx: FileContext) -> dict[str, Value]:
         """The project objects the module's top level changes, as it leaves them: a registry
-        filled by a loop of `register_module` calls, read by the file's `build_*` functions. Run
-        once per file; while it runs, the names hold what they were bound to."""
+        filled by a loop of `register_module` calls or by the class decorators of the files
+        that import it, read by the file's `build_*` functions. Run once per file; while it
+        runs, the names hold what they were bound to."""
         here = key_of(ctx.path)
         if here in self._top_levels:
             return {}
@@ -126,7 +131,14 @@ class Engine:
     def run_top_level(self, ctx: FileContext) -> dict[str, Value]:
         interp = FunctionInterpreter(self, ctx, constructing=True, depth=MAX_CALL_DEPTH - 2)
         final = interp.run_statements(_top_level_code(ctx))
-        return {name: final.env[name] for name in ctx.mutated if name in final.env}
+        values = {name: final.env[name] for name in ctx.mutated if name in final.env}
+        for name in ctx.assignments:
+            for other in self.project.registering(ctx, name):
+                state = State(env={name: values.get(name, final.env.get(name, NOT_TENSOR))})
+                registrar = FunctionInterpreter(self, other, constructing=True, depth=MAX_CALL_DEPTH - 2)
+                registered = _registrations(other, name)
+                values[name] = registrar.run_statements(registered, state).env[name]
+        return values
 
     def bound_value(self, ctx: FileContext, name: str) -> Value:
         """What a module-level name is bound to: a class, a function, its one assignment, an import."""
@@ -410,6 +422,8 @@ class Engine:
                 if is_container(value):
                     outer = state.env.get(OUTER + name, value)  # filled already by an earlier call
                     binding.values[name], binding.exprs[name] = outer, cst.Name(OUTER + name)
+                elif name in enclosed:  # an object or constant of the defining scope
+                    binding.values[name], binding.exprs[name] = value, None
 
     def note_built(self, classes: frozenset[ClassInfo]) -> None:
         """Classes instantiated here, directly or by a run or construction taken from the memo:
@@ -780,8 +794,20 @@ class Engine:
 
 
 def _top_level_code(ctx: FileContext) -> list[cst.BaseStatement]:
-    """The statements a module runs at import, less its definitions (run as entries of their own)."""
-    return [statement for statement in ctx.module.body if not isinstance(statement, (cst.FunctionDef, cst.ClassDef))]
+    """The statements a module runs at import, less its definitions (run as entries of their
+    own), but with the registrations its decorators make (`@NECKS.register_module()`)."""
+    code: list[cst.BaseStatement] = []
+    for statement in ctx.module.body:
+        if not isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+            code.append(statement)
+        else:
+            code.extend(line for _, line in ctx.registrations.get(id(statement), ()))
+    return code
+
+
+def _registrations(ctx: FileContext, receiver: str) -> list[cst.BaseStatement]:
+    """The decorators of the file that are methods of `receiver`, applied."""
+    return [line for applied in ctx.registrations.values() for name, line in applied if name == receiver]
 
 
 def _mentioning(ctx: FileContext, names: frozenset[str]) -> Callable[[cst.CSTNode], bool]:

@@ -83,6 +83,7 @@ from .values import (
     graph_of,
     in_round,
     is_container,
+    is_project_object,
     is_tensor,
     is_tensor_val,
     item_of,
@@ -356,11 +357,15 @@ class FunctionInterpreter:
         return state  # nested class: analysed on its own
 
     def function_value(self, node: cst.FunctionDef, state: State) -> Func:
-        """A function defined here, with the lists and dicts of this scope it fills (`Func.closure`)."""
+        """A function defined here, with the lists and dicts of this scope it fills and the
+        project objects and constants it reads (`Func.closure`): `register_module()`'s
+        `_register`, returned to a class decorator, registers into its method's `self`."""
+        filled = self.ctx.filled(node)
         closure = tuple(
-            (name, state.env[name])
-            for name in sorted(self.ctx.filled(node))
-            if name in state.env and is_container(state.env[name])
+            (name, value)
+            for name in sorted(filled | self.ctx.words(node.body).names)
+            if (value := state.env.get(name)) is not None
+            and ((name in filled and is_container(value)) or is_project_object(value) or type(value) is Const)
         )
         return Func(node.name.value, ref=self.ctx.function_ref(node, None), closure=closure)
 

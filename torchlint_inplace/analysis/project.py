@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import sys
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -36,6 +37,9 @@ from .torch_facts import TorchFacts, torch_facts
 # imports (5 s and 750 MB each time). Such a file is still checked when it is itself linted.
 MAX_PROJECT_FILE_BYTES = 500_000
 MAX_CALLER_FILES = 4
+# How many files decorating with one registry's methods are read to fill it (the nearest first):
+# a small project registers a handful of classes in each; mmdet registers hundreds in `MODELS`.
+MAX_REGISTERING_FILES = 32
 T = TypeVar("T")
 _IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[^\n#]*|import[ \t]+[^\n#]+)", re.MULTILINE)
 # A syntax tree costs LibCST 40-600 bytes per character of source (all of timm, 5.5 M characters,
@@ -51,6 +55,7 @@ _IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[^\n#]*|import
 # what it built: `Engine.note_built`.)
 MAX_CACHED_SOURCE = 3_000_000
 _BACKWARD_HOOK_CALL = re.compile(r"\.register_(?:full_)?backward_hook\(")
+_METHOD_DECORATOR = re.compile(r"^[ \t]*@(\w+)\.\w+", re.MULTILINE)  # `@NECKS.register_module()`
 # While one file is analysed, the files it reaches are its working set: evicting one that the
 # analysis comes back to re-parses it, again and again (a transformers model reaches 38 files,
 # 1.5 M characters, and parsed 345 times under a 1 M bound). The bound is applied between
@@ -74,6 +79,10 @@ class FileContext:
     # Module-level names the top level changes after binding them (`LAYERS.register_module(...)`
     # in a loop, `TABLE[key] = value`): their value is what the whole top level leaves.
     mutated: frozenset[str] = frozenset()
+    # The module-level definitions decorated by a method of a module-level object
+    # (`@NECKS.register_module()` on a class), by id of the definition: each decorator applied
+    # as Python applies it at import, `NECKS.register_module()(PAFPN)`, with the object's name.
+    registrations: dict[int, list[tuple[str, cst.SimpleStatementLine]]] = field(default_factory=dict)
     text_hash: int | None = None  # of the decoded text `module` was parsed from, when read from disk
     size: int = 0  # characters of that text: what the tree costs in memory (0: not known)
     _positions: Positions | None = None
@@ -265,8 +274,53 @@ def index_module(path: str, module: cst.Module) -> FileContext:
             elif isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
                 for alias in small.names:
                     ctx.assignments.pop(bound_name(alias), None)  # imported again: the import holds
-    ctx.mutated = frozenset(_mutated_at_top_level(module.body))
+    _index_registrations(ctx)
+    ctx.mutated = frozenset(_mutated_at_top_level(module.body)) | {
+        receiver for applied in ctx.registrations.values() for receiver, _ in applied if receiver in ctx.assignments
+    }
     return ctx
+
+
+def _registers_with(ctx: FileContext, name: str) -> bool:
+    return any(receiver == name for applied in ctx.registrations.values() for receiver, _ in applied)
+
+
+def _index_registrations(ctx: FileContext) -> None:
+    """`@REGISTRY.register_module()` on a top-level class or function, as the call Python makes
+    at import (innermost decorator first). Only an object of the project can be changed by it:
+    decorators of torch and the standard library (`@torch.no_grad()`, `@functools.cache`) are
+    not registrations. The calls are built once, shown at their decorator (`generated_at`)."""
+    for node in ctx.module.body:
+        if not isinstance(node, (cst.ClassDef, cst.FunctionDef)):
+            continue
+        applied: list[tuple[str, cst.SimpleStatementLine]] = []
+        for decorator in reversed(node.decorators):
+            receiver = _registry_of(ctx, decorator.decorator)
+            if receiver is None:
+                continue
+            name = cst.Name(node.name.value)
+            arg = cst.Arg(name)
+            call = cst.Call(decorator.decorator, [arg])
+            expr = cst.Expr(call)
+            line = cst.SimpleStatementLine([expr])
+            for part in (line, expr, call, arg, name):
+                ctx.generated_at[part] = decorator.decorator
+            applied.append((receiver, line))
+        if applied:
+            ctx.registrations[id(node)] = applied
+
+
+def _registry_of(ctx: FileContext, decorator: cst.BaseExpression) -> str | None:
+    """The module-level name a decorator is a method of (`NECKS` of `@NECKS.register_module()`),
+    when that name is the project's own."""
+    func = decorator.func if isinstance(decorator, cst.Call) else decorator
+    if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+        return None
+    receiver = func.value.value
+    qualname = ctx.imports.aliases.get(receiver)
+    if qualname is not None and (is_torch(qualname) or qualname.split(".")[0] in sys.stdlib_module_names):
+        return None
+    return receiver
 
 
 def _mutated_at_top_level(body: Sequence[cst.CSTNode]) -> Iterator[str]:
@@ -326,6 +380,7 @@ class Project:
         # must be invalidated when any of these change.
         self.dependencies: set[str] = set()
         self.scanned_roots: set[str] = set()
+        self._registering: dict[tuple[str, str], tuple[Path, ...]] = {}
 
     def parse(self, path: str, text: str) -> cst.Module:
         """The syntax tree of `text`, read from `path`: the one parsed already when `path` was
@@ -490,6 +545,48 @@ class Project:
                 found.append((other, names))
         return found
 
+    def registering(self, ctx: FileContext, name: str) -> list[FileContext]:
+        """The files of the project that decorate their definitions with a method of `ctx`'s
+        module-level `name` under that same name (`@NECKS.register_module()` in `necks/pafpn.py`,
+        `NECKS` imported from `builder.py`): importing them is what fills it."""
+        here = Path(ctx.path)
+        key = (key_of(here), name)
+        if key not in self._registering:
+            pool = self._import_index(scan_root(here)).decorating.get(name, [])
+            found: list[Path] = []
+            for candidate in sorted(pool, key=lambda candidate: (_distance(candidate, here), str(candidate))):
+                if len(found) == MAX_REGISTERING_FILES:
+                    break
+                other = self.file(candidate) if key_of(candidate) != key[0] else None
+                if other is not None and _registers_with(other, name) and self._defined_in(other, name) == key:
+                    found.append(candidate)
+            self._registering[key] = tuple(found)
+        return [other for path in self._registering[key] if (other := self.file(path)) is not None]
+
+    def registries_of(self, ctx: FileContext) -> list[FileContext]:
+        """The files defining the registries `ctx`'s decorators register into from elsewhere
+        (`builder.py` for `@NECKS.register_module()` in `pafpn.py`): its classes are built by
+        whoever builds from them, so their callers are `ctx`'s callers."""
+        receivers = {receiver for applied in ctx.registrations.values() for receiver, _ in applied}
+        found: dict[str, FileContext] = {}
+        for receiver in sorted(receivers - ctx.assignments.keys()):
+            defined = self._defined_in(ctx, receiver)
+            other = self.file(Path(defined[0])) if defined is not None else None
+            if other is not None:
+                found.setdefault(key_of(other.path), other)
+        return list(found.values())
+
+    def _defined_in(self, ctx: FileContext, name: str, hops: int = 4) -> tuple[str, str] | None:
+        """The file and name an imported name is bound to where it is defined, through the
+        packages re-exporting it (`from mmdet.models import NECKS`, bound in `builder.py`)."""
+        found = self.resolve_name(ctx, name)
+        if found is None:
+            return None
+        other, there = found
+        if hops and there not in other.assignments and there not in other.classes and there not in other.functions:
+            return self._defined_in(other, there, hops - 1)
+        return key_of(other.path), there
+
     def hooks_modules(self, ctx: FileContext) -> bool:
         """Whether a file of `ctx`'s package or project puts a full backward hook on a module:
         only there can a caller make an in-place write of `ctx` write a hooked view."""
@@ -514,6 +611,8 @@ class Project:
                     index.bound.setdefault(name, []).append(candidate)
                 if _BACKWARD_HOOK_CALL.search(text):
                     self._hooking_roots.add(key)
+                for name in set(_METHOD_DECORATOR.findall(text)):
+                    index.decorating.setdefault(name, []).append(candidate)
             self._import_indexes[key] = index
         return self._import_indexes[key]
 
@@ -616,6 +715,7 @@ class _ImportIndex:
 
     mentions: dict[str, list[Path]] = field(default_factory=dict)
     bound: dict[str, list[Path]] = field(default_factory=dict)
+    decorating: dict[str, list[Path]] = field(default_factory=dict)  # `@NECKS.register_module()`: NECKS
 
 
 def _imported_names(line: str) -> str:

@@ -445,6 +445,11 @@ def as_integer(value: Value) -> Value:
     return replace(value, grad=Grad.NO, dtype=value.dtype or "int64", graph=frozenset())
 
 
+def is_project_object(value: Value | None) -> TypeGuard[Module]:
+    """An instance of a project class (a registry, a memory, a model)."""
+    return isinstance(value, Module) and value.instance is not None
+
+
 def is_container(value: Value) -> bool:
     """A list, tuple or dict (not a tensor, whose `items` are its outputs)."""
     return isinstance(value, DictVal) or (isinstance(value, Val) and not value.is_tensor and value.items is not None)
