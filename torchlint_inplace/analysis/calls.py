@@ -9,6 +9,8 @@ its condition.
 
 from __future__ import annotations
 
+import re
+import string
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -690,6 +692,10 @@ class CallEvaluator:
 
     def call_builtin(self, name: str, call: cst.Call, args: Args, state: State) -> Value:
         first = args.positional[0] if args.positional else None
+        if name == "eval" and len(args.positional) == 1 and isinstance(text := collapse(args.positional[0]), Const):
+            # `eval("Encoder{}".format(model_type))`: a class named by a string the code built
+            parsed = self.i.ctx.evaluated(text.value, call) if isinstance(text.value, str) else None
+            return self.i.eval(parsed, state) if parsed is not None else self.opaque_result(args, state)
         if name == "getattr" and len(args.positional) >= 2 and first is not None:
             key = collapse(args.positional[1])
             if isinstance(key, Sym) and key.default is not None and isinstance(key.default.value, str):
@@ -1675,9 +1681,11 @@ def _string_method(text: str, method: str, args: Args) -> Value:
     keywords = {name: _python_constant(value) for name, value in args.keywords.items()}
     if method not in _PURE_STRING_METHODS or _UNKNOWN in positional or _UNKNOWN in keywords.values():
         return NOT_TENSOR
+    if method == "format" and not _plain_format(text):
+        return NOT_TENSOR
     try:
         result = getattr(text, method)(*positional, **keywords)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, LookupError, AttributeError):  # `"{missing}".format()`
         return NOT_TENSOR
     if isinstance(result, list):
         return Val(items=tuple(Const(part) for part in result), cell=fresh_id())
@@ -1687,6 +1695,15 @@ def _string_method(text: str, method: str, args: Args) -> Value:
 
 
 _UNKNOWN = object()
+_LARGE_WIDTH = re.compile(r"\d{4}")
+
+
+def _plain_format(text: str) -> bool:
+    """A format string whose fields cannot build a huge string (`"{:>999999999}"`)."""
+    try:
+        return not any(spec and _LARGE_WIDTH.search(spec) for _, _, spec, _ in string.Formatter().parse(text))
+    except ValueError:
+        return False
 
 
 def _python_constant(value: Value) -> object:
@@ -1709,6 +1726,7 @@ _PURE_STRING_METHODS = frozenset(
         "split", "rsplit", "partition", "rpartition", "splitlines",
         "startswith", "endswith", "find", "rfind", "count",
         "isdigit", "isalpha", "isalnum", "isnumeric", "isdecimal", "islower", "isupper", "isidentifier",
+        "format", "join",
     }
 )  # fmt: skip
 

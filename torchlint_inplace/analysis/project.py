@@ -29,7 +29,7 @@ from .dataclass_init import dataclass_decorator, generated_init, nodes_of
 from .imports import Imports, bound_name, dotted, is_torch
 from .positions import Positions, positions_of
 from .reparse import Parsed, reparse
-from .syntax import Words, filled_names, words_of
+from .syntax import Words, descendants, filled_names, words_of
 from .torch_facts import TorchFacts, torch_facts
 
 # Files read for context (callees, callers) are skipped above this size: their trees cost
@@ -96,6 +96,7 @@ class FileContext:
     _words: dict[cst.CSTNode, Words] = field(default_factory=dict)
     _filled: dict[cst.CSTNode, frozenset[str]] = field(default_factory=dict)  # names a function stores into
     _lambdas: dict[cst.Lambda, cst.FunctionDef] = field(default_factory=dict)
+    _evaluated: dict[tuple[str, int], cst.BaseExpression | None] = field(default_factory=dict)
     # Where each imported name resolves on disk: every call of a function asks again, and each
     # answer is a few `stat`s (the files do not move during a run; an edited file gets a new context).
     imported_files: dict[str, tuple[Path, str] | None] = field(default_factory=dict)
@@ -140,6 +141,20 @@ class FileContext:
             for part in (made, name, block, line, returned):
                 self.generated_at.setdefault(part, node)
         return made
+
+    def evaluated(self, text: str, at: cst.CSTNode) -> cst.BaseExpression | None:
+        """The expression an `eval("Encoder{}".format(kind))` call evaluates, parsed once per
+        text and call, its nodes shown at the call (None: not an expression)."""
+        key = (text, id(at))
+        if key not in self._evaluated:
+            try:
+                parsed: cst.BaseExpression | None = cst.parse_expression(text)
+            except (cst.ParserSyntaxError, RecursionError, ValueError):
+                parsed = None
+            for node in descendants(parsed) if parsed is not None else ():
+                self.generated_at.setdefault(node, at)
+            self._evaluated[key] = parsed
+        return self._evaluated[key]
 
     def filled(self, node: cst.FunctionDef) -> frozenset[str]:
         found = self._filled.get(node)
