@@ -227,6 +227,26 @@ def test_argument_write_clones_after_the_docstring() -> None:
     assert '        """Clips."""\n        x = x.clone()\n        x.clamp_(0, 1)\n' in fix_all(text)
 
 
+def test_a_leaf_handed_to_a_forward_is_cloned_not_hidden_from_autograd() -> None:
+    """transformers #47741: `inputs_embeds *= scale` in a `forward`, the caller's embeddings a leaf
+    that requires grad. `no_grad` would silence the error but keep rewriting the caller's tensor
+    and drop the scale from its gradient; an optional argument is cloned only when given."""
+    text = module("""
+        class Embed(nn.Module):
+            def forward(self, input_ids=None, inputs_embeds=None):
+                inputs_embeds *= 2.0
+                return inputs_embeds.sum()
+
+
+        def attribute():
+            inputs_embeds = torch.randn(4, requires_grad=True)
+            Embed()(inputs_embeds=inputs_embeds).backward()
+    """)
+    fixed = fix_all(text)
+    assert "no_grad" not in fixed
+    assert "        inputs_embeds = inputs_embeds.clone() if inputs_embeds is not None else None\n" in fixed
+
+
 def test_crlf_files_get_crlf_edits() -> None:
     text = module(SAVED_THEN_METHOD.replace("h.mul_(2)", "h[0] = 2.0")).replace("\n", "\r\n")
     fixed = fix_all(text)

@@ -20,7 +20,10 @@ Rewrites, by form:
   keep the caller's tensor modified, so a caller that saved it still raises); drop a
   `mark_dirty` of a tensor that is neither written nor returned.
 - a leaf that requires grad (an `nn.Parameter`): wrap the write in `with torch.no_grad():`, what
-  the error message asks for — rebinding a Parameter attribute to a plain tensor would raise.
+  the error message asks for — rebinding a Parameter attribute to a plain tensor would raise. A
+  leaf a caller hands to a `forward` (`inputs_embeds` requiring grad for an attribution) is an
+  input, not a weight being updated: it gets the form's own fix, since under `no_grad` the
+  scaling would vanish from its gradient and the caller's tensor would still be rewritten.
 - `.data`/`.detach()` writes and optimizer steps: no fix (whether gradients should see the write,
   or where the step belongs, is a modelling decision).
 """
@@ -74,7 +77,7 @@ def _leaf(build: Build) -> Builder:
     def builder(mutation: Mutation, analysis: FileAnalysis) -> Fix | None:
         index = index_of(analysis.module)
         try:
-            if mutation.consequence == RAISES_NOW_LEAF:
+            if mutation.consequence == RAISES_NOW_LEAF and not _forward_input(mutation.node, index):
                 return _no_grad(mutation, index)
             return None if mutation.through_view else build(mutation, index)
         except KeyError:  # a node from another file's tree: that file's check fixes it
@@ -82,6 +85,12 @@ def _leaf(build: Build) -> Builder:
 
     builder.__doc__ = build.__doc__
     return builder
+
+
+def _forward_input(node: cst.CSTNode, index: SourceIndex) -> bool:
+    """The write is into a parameter of a `forward`: an input of the computation."""
+    found = _function_and_parameter(node, index)
+    return found is not None and found[0].name.value == "forward"
 
 
 def _no_grad(mutation: Mutation, index: SourceIndex) -> Fix | None:
@@ -337,10 +346,21 @@ def argument_write(mutation: Mutation, index: SourceIndex) -> Fix | None:
     if found is None:
         return None
     function, name = found
+    clone = f"{name}.clone()"
+    if _defaults_to_none(function, name):  # `forward(self, input_ids=None, inputs_embeds=None)`
+        clone = f"{clone} if {name} is not None else None"
     return _fix(
         f"Clone `{name}` on entry to `{function.name.value}`",
-        [_prologue(function, f"{name} = {name}.clone()", index)],
+        [_prologue(function, f"{name} = {clone}", index)],
         _UNSAFE,
+    )
+
+
+def _defaults_to_none(function: cst.FunctionDef, name: str) -> bool:
+    params = function.params
+    return any(
+        param.name.value == name and isinstance(param.default, cst.Name) and param.default.value == "None"
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params)
     )
 
 
