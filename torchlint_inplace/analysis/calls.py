@@ -594,7 +594,10 @@ class CallEvaluator:
                 state.env["self.__container__"] = self.modules.construct(kind, call, args, state)
             return Const(None)
         if method == "forward":
+            # built by this run's `super().__init__`, else by the instance's (`class Conv2d(nn.Conv2d)`)
             container = collapse(state.env.get("self.__container__", NOT_TENSOR))
+            if not isinstance(container, Module) and is_project_object(bound):
+                container = cast(Instance, bound.instance).container or NOT_TENSOR
             if isinstance(container, Module):
                 return self.modules.apply_torch(container, call, args, state, self.i.ctx.code_of(call.func))
         return self.opaque_result(args, state)
