@@ -235,6 +235,7 @@ SILENT_GAPS = {
         "the reader is the same call in the loop's next round (`sample(logits, 0.5)`), which the tracer does not take"
         " for a read again"
     ),
+    "tip009/best_state_kept_on_the_trainer.py::silent_fit_loads_the_last_epoch": _SNAPSHOT_READ_LATER,
     "tip009/best_state_snapshot.py::silent_best_state_is_the_last": (
         "the writes are the optimizer's own steps into the parameters, which `state_dict()` aliases; what reads them"
         " stale is `load_state_dict` after the loop, not a caller of a writing function"

@@ -57,6 +57,9 @@ class Summary:
     slots: dict[int, Slot] = field(default_factory=dict)  # callee storage -> the argument slot it stands for
     result_saves: dict[int, set[SaveRecord]] = field(default_factory=dict)  # callee storage it returns -> its saves
     self_updates: dict[str, Value] = field(default_factory=dict)  # `self.<name>` bound by the callee
+    # `self.<name>` a hidden write left stale (`self.best = self.model.state_dict()`, then steps):
+    # the caller's later read of it (`load_state_dict(self.best)` in `fit`) is the stale read.
+    self_stale: dict[str, PendingWrite] = field(default_factory=dict)
     cell_updates: dict[Slot, Value] = field(default_factory=dict)  # lists/dicts passed in and filled
     stable_saves: list[tuple[frozenset[int], SaveRecord]] = field(default_factory=list)  # on parameters
     mutations: list[Mutation] = field(default_factory=list)  # the findings the run proves by itself
@@ -152,6 +155,11 @@ class SummaryRecorder:
     def finish(self, final: State, returned: Value | None, stable: frozenset[int]) -> Summary:
         summary = self.summary
         summary.returned = returned
+        summary.self_stale = {
+            name[5:]: pending
+            for name, pending in final.stale.items()
+            if name.startswith("self.") and name.count(".") == 1
+        }
         for name, value in final.env.items():
             if name.startswith("self.") and name.count(".") == 1:
                 summary.self_updates[name[5:]] = value

@@ -118,7 +118,7 @@ class TrainingLoop:
                 if tensor.hidden == SNAPSHOT and tensor.storages & step.storages and tensor.origin is not None
             ]
             earlier = state.stale.get(name)
-            if kept and not name.startswith("self.") and (earlier is None or earlier.form is Form.OPTIMIZER_STEP):
+            if kept and (earlier is None or earlier.form is Form.OPTIMIZER_STEP):
                 state.stale[name] = self.snapshot_rewritten(kept, step)
 
     def snapshot_rewritten(self, kept: list[Val], step: Step) -> PendingWrite:
