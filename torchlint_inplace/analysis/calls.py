@@ -1321,8 +1321,8 @@ class CallEvaluator:
                 self.update_enclosed(cast(Module, enclosed_self), updates, state)
             elif _same_self(bound, state):
                 state.env.update((f"self.{name}", value) for name, value in updates.items())
-                for name, pending in summary.self_stale.items():
-                    state.stale.setdefault(f"self.{name}", pending)
+                for name, kept in summary.self_stale.items():
+                    state.stale.setdefault(f"self.{name}", kept)
             else:
                 self.update_receiver(bound, call, updates, state)
         for name, (value, pending) in summary.outer.items():
