@@ -269,3 +269,16 @@ def test_nesting_cannot_grow_a_choice_past_its_bound() -> None:
     assert isinstance(value, Choice)
     assert len(value.options) == MAX_OPTIONS
     assert not any(isinstance(option, Choice) for _, option in value.options)
+
+
+def test_format_computes_names_but_never_a_string_of_unbounded_width() -> None:
+    """`str.format` on constants is computed for the names code builds (`"Encoder{}"`), never
+    where a field's width could make a huge string, written or taken from an argument."""
+    from torchlint_inplace.analysis.arguments import Args
+    from torchlint_inplace.analysis.calls import _string_method
+
+    assert _string_method("Encoder{}", "format", Args([Const("Burgess")])) == Const("EncoderBurgess")
+    # widths small enough that a missing guard fails the test rather than the machine
+    assert not isinstance(_string_method("{:>99999}", "format", Args([Const("a")])), Const)
+    assert not isinstance(_string_method("{:{w}}", "format", Args([Const("a")], keywords={"w": Const(99999)})), Const)
+    assert not isinstance(_string_method("  Block {}, Args: {}", "format", Args([Const(1), Const("x")])), Const)

@@ -1708,9 +1708,12 @@ _LARGE_WIDTH = re.compile(r"\d{4}")
 
 
 def _plain_format(text: str) -> bool:
-    """A format string whose fields cannot build a huge string (`"{:>999999999}"`)."""
+    """A format string whose fields cannot build a huge string (`"{:>999999999}"`, or a width
+    taken from an argument, `"{:{width}}"`)."""
     try:
-        return not any(spec and _LARGE_WIDTH.search(spec) for _, _, spec, _ in string.Formatter().parse(text))
+        return not any(
+            spec and ("{" in spec or _LARGE_WIDTH.search(spec)) for _, _, spec, _ in string.Formatter().parse(text)
+        )
     except ValueError:
         return False
 
