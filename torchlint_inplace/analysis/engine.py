@@ -479,6 +479,7 @@ class Engine:
         hooked: ModuleHooks,
         call_site: bool = True,
     ) -> Summary:
+        ref = ctx.current(ref)
         tokens = tuple(next_order() for _ in binding.values)
         params = {
             name: _fresh(value, frozenset({token}))

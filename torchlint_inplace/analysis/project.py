@@ -97,6 +97,7 @@ class FileContext:
     _filled: dict[cst.CSTNode, frozenset[str]] = field(default_factory=dict)  # names a function stores into
     _lambdas: dict[cst.Lambda, cst.FunctionDef] = field(default_factory=dict)
     _evaluated: dict[tuple[str, int], cst.BaseExpression | None] = field(default_factory=dict)
+    _body_ids: set[int] | None = None  # ids of `bodies`' nodes (`current`)
     # Where each imported name resolves on disk: every call of a function asks again, and each
     # answer is a few `stat`s (the files do not move during a run; an edited file gets a new context).
     imported_files: dict[str, tuple[Path, str] | None] = field(default_factory=dict)
@@ -141,6 +142,20 @@ class FileContext:
             for part in (made, name, block, line, returned):
                 self.generated_at.setdefault(part, node)
         return made
+
+    def current(self, ref: FunctionRef) -> FunctionRef:
+        """`ref` with this tree's node: a function or class kept from a tree read before and
+        forgotten since (a value a memo entry or a registry still holds) runs as the file reads
+        now, so that every node its run records lies in a tree the project holds."""
+        if self._body_ids is None:
+            self._body_ids = {id(node) for node, _ in self.bodies}
+        if id(ref.node) in self._body_ids:
+            return ref
+        owner = ref.cls.name if ref.cls is not None else None
+        for node, cls in self.bodies:
+            if node.name.value == ref.node.name.value and (cls.name if cls is not None else None) == owner:
+                return FunctionRef(ref.path, node, cls)
+        return ref  # written for this tree (a dataclass's `__init__`, a lambda): nothing to map
 
     def evaluated(self, text: str, at: cst.CSTNode) -> cst.BaseExpression | None:
         """The expression an `eval("Encoder{}".format(kind))` call evaluates, parsed once per
