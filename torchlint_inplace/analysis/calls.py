@@ -839,10 +839,10 @@ class CallEvaluator:
             return None
         exprs = [_elements(expr) for expr in args.positional_exprs[1:]]
         results = []
-        for index in range(min(len(each) for each in cast("list[tuple[Value, ...]]", items))):
-            positional = [each[index] for each in cast("list[tuple[Value, ...]]", items)]
+        # `map` stops at the shortest sequence, as `zip` does
+        for index, positional in enumerate(zip(*cast("list[tuple[Value, ...]]", items), strict=False)):
             at = [elements[index] if elements is not None else None for elements in exprs]
-            results.append(self.call_value(args.positional[0], call, Args(positional, at), state))
+            results.append(self.call_value(args.positional[0], call, Args(list(positional), at), state))
         return Val(items=tuple(results))
 
     def isinstance_of(self, value: Value, kinds: Value) -> Value:
@@ -1431,13 +1431,12 @@ class CallEvaluator:
         if not isinstance(held, Module) or held.instance is not bound.instance:
             return
         if not all(name in attrs and attrs[name] == value for name, value in updates.items()):
-            state.env[owner] = replace(held, instance=replace(bound.instance, attrs={**attrs, **updates}))
+            state.env[owner] = _with_attrs(held, updates)
 
     def update_enclosed(self, held: Module, updates: dict[str, Value], state: State) -> None:
         """`_register`, the function `register_module()` hands a class decorator: what a nested
         function does to its method's `self` is done to that object wherever the caller holds it."""
-        instance = cast(Instance, held.instance)
-        changed = replace(held, instance=replace(instance, attrs={**instance.attrs, **updates}))
+        changed = _with_attrs(held, updates)
         for name, value in list(state.env.items()):
             if isinstance(value, Module) and value.ident == held.ident:
                 state.env[name] = changed
@@ -1655,6 +1654,13 @@ def _elements(expr: cst.BaseExpression | None) -> list[cst.BaseExpression] | Non
     if isinstance(expr, (cst.Tuple, cst.List)) and not any(isinstance(e, cst.StarredElement) for e in expr.elements):
         return [element.value for element in expr.elements]
     return None
+
+
+def _with_attrs(held: Module, updates: dict[str, Value]) -> Module:
+    """`held`, a project object, with the attributes the updates changed: its instance is
+    copied, not changed, since the memo shares one among the sites that build it alike."""
+    instance = cast(Instance, held.instance)
+    return replace(held, instance=replace(instance, attrs={**instance.attrs, **updates}))
 
 
 def _closing_over(func: Func, bound: Module) -> Func:

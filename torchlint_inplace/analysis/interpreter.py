@@ -274,15 +274,8 @@ class FunctionInterpreter:
         the file as it is read now: the node run may come from a tree read before and forgotten
         since, and a finding's words must not depend on what the run still holds."""
         node = self.running
-        if node is None:
-            return None
-        owner = self.cls.node if self.cls is not None else None
-        for body, cls in self.ctx.bodies:
-            if body.name.value == node.name.value and (cls.node.name.value if cls else None) == (
-                owner.name.value if owner is not None else None
-            ):
-                return self.ctx.path, self.ctx.span_of(body)
-        return None
+        found = self.ctx.body_like(node, self.cls) if node is not None else None
+        return (self.ctx.path, self.ctx.span_of(found[0])) if found is not None else None
 
     def mutations(self, returned_escapes: bool = True) -> list[Mutation]:
         """The findings that can do harm: those whose saving ops feed something that leaves the

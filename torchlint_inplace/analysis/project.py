@@ -151,11 +151,23 @@ class FileContext:
             self._body_ids = {id(node) for node, _ in self.bodies}
         if id(ref.node) in self._body_ids:
             return ref
-        owner = ref.cls.name if ref.cls is not None else None
-        for node, cls in self.bodies:
-            if node.name.value == ref.node.name.value and (cls.name if cls is not None else None) == owner:
-                return FunctionRef(ref.path, node, cls)
-        return ref  # written for this tree (a dataclass's `__init__`, a lambda): nothing to map
+        found = self.body_like(ref.node, ref.cls)
+        # not found: written for this tree (a dataclass's `__init__`, a lambda), nothing to map
+        return FunctionRef(ref.path, *found) if found is not None else ref
+
+    def body_like(
+        self, node: cst.FunctionDef, cls: ClassInfo | None
+    ) -> tuple[cst.FunctionDef, ClassInfo | None] | None:
+        """This tree's function of `node`'s name, in the class of `cls`'s name."""
+        owner = cls.name if cls is not None else None
+        return next(
+            (
+                (body, info)
+                for body, info in self.bodies
+                if body.name.value == node.name.value and (info.name if info is not None else None) == owner
+            ),
+            None,
+        )
 
     def evaluated(self, text: str, at: cst.CSTNode) -> cst.BaseExpression | None:
         """The expression an `eval("Encoder{}".format(kind))` call evaluates, parsed once per
@@ -305,14 +317,13 @@ def index_module(path: str, module: cst.Module) -> FileContext:
                 for alias in small.names:
                     ctx.assignments.pop(bound_name(alias), None)  # imported again: the import holds
     _index_registrations(ctx)
-    ctx.mutated = frozenset(_mutated_at_top_level(module.body)) | {
-        receiver for applied in ctx.registrations.values() for receiver, _ in applied if receiver in ctx.assignments
-    }
+    ctx.mutated = frozenset(_mutated_at_top_level(module.body)) | (_receivers(ctx) & ctx.assignments.keys())
     return ctx
 
 
-def _registers_with(ctx: FileContext, name: str) -> bool:
-    return any(receiver == name for applied in ctx.registrations.values() for receiver, _ in applied)
+def _receivers(ctx: FileContext) -> set[str]:
+    """The names the file's decorators register into (`NECKS` of `@NECKS.register_module()`)."""
+    return {receiver for applied in ctx.registrations.values() for receiver, _ in applied}
 
 
 def _index_registrations(ctx: FileContext) -> None:
@@ -588,7 +599,7 @@ class Project:
                 if len(found) == MAX_REGISTERING_FILES:
                     break
                 other = self.file(candidate) if key_of(candidate) != key[0] else None
-                if other is not None and _registers_with(other, name) and self._defined_in(other, name) == key:
+                if other is not None and name in _receivers(other) and self._defined_in(other, name) == key:
                     found.append(candidate)
             self._registering[key] = tuple(found)
         return [other for path in self._registering[key] if (other := self.file(path)) is not None]
@@ -597,9 +608,8 @@ class Project:
         """The files defining the registries `ctx`'s decorators register into from elsewhere
         (`builder.py` for `@NECKS.register_module()` in `pafpn.py`): its classes are built by
         whoever builds from them, so their callers are `ctx`'s callers."""
-        receivers = {receiver for applied in ctx.registrations.values() for receiver, _ in applied}
         found: dict[str, FileContext] = {}
-        for receiver in sorted(receivers - ctx.assignments.keys()):
+        for receiver in sorted(_receivers(ctx) - ctx.assignments.keys()):
             defined = self._defined_in(ctx, receiver)
             other = self.file(Path(defined[0])) if defined is not None else None
             if other is not None:

@@ -319,11 +319,14 @@ def _function_and_parameter(node: cst.CSTNode, index: SourceIndex) -> tuple[cst.
     function = index.ancestor(node, cst.FunctionDef)
     if not isinstance(written, cst.Name) or not isinstance(function, cst.FunctionDef):
         return None
-    parameters = {
-        param.name.value
-        for param in (*function.params.posonly_params, *function.params.params, *function.params.kwonly_params)
-    }
+    parameters = {param.name.value for param in _named_parameters(function)}
     return (function, written.value) if written.value in parameters else None
+
+
+def _named_parameters(function: cst.FunctionDef) -> tuple[cst.Param, ...]:
+    """Its parameters that a caller can name (not `*args`, `**kwargs`)."""
+    params = function.params
+    return (*params.posonly_params, *params.params, *params.kwonly_params)
 
 
 def _prologue(function: cst.FunctionDef, text: str, index: SourceIndex) -> Edit:
@@ -357,10 +360,9 @@ def argument_write(mutation: Mutation, index: SourceIndex) -> Fix | None:
 
 
 def _defaults_to_none(function: cst.FunctionDef, name: str) -> bool:
-    params = function.params
     return any(
         param.name.value == name and isinstance(param.default, cst.Name) and param.default.value == "None"
-        for param in (*params.posonly_params, *params.params, *params.kwonly_params)
+        for param in _named_parameters(function)
     )
 
 
