@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from .syntax import descendants, is_self
+
 AUTOGRAD_FUNCTION_BASES = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
 
 
@@ -27,6 +29,8 @@ class ClassInfo:
     # A dataclass's fields that its generated `__init__` stores as passed (`dataclass_init`):
     # each instance holds the caller's own values there, not the memoised instance's.
     fields: tuple[str, ...] = ()
+    # What `assigned_on_self` found: asked once per method analysed, a walk of the whole class.
+    _on_self: frozenset[str] | None = field(default=None, init=False, repr=False)
 
     @property
     def is_autograd_function(self) -> bool:
@@ -34,6 +38,18 @@ class ClassInfo:
 
     def torch_bases(self) -> list[str]:
         return [base for base in self.bases if base.startswith("torch.nn.")]
+
+    def assigned_on_self(self) -> frozenset[str]:
+        """The attributes the class's own methods assign on `self` (`self.rpn_conv = ...`)."""
+        if self._on_self is None:
+            self._on_self = frozenset(
+                target.attr.value
+                for node in descendants(self.node.body)
+                if isinstance(node, cst.Assign)
+                for target in (assign.target for assign in node.targets)
+                if isinstance(target, cst.Attribute) and is_self(target.value)
+            )
+        return self._on_self
 
 
 @dataclass(frozen=True, slots=True)

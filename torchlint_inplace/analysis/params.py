@@ -81,7 +81,7 @@ def _fed_to_submodules(func: cst.FunctionDef, cls: ClassInfo) -> set[str]:
     method. Not those the body uses as a list of them, nor what goes to `self.apply(fn)` and the
     other methods nn.Module has."""
     fed: set[str] = set()
-    layers = _attributes_set(cls)
+    layers = cls.assigned_on_self()
     for node in descendants(func.body):
         if isinstance(node, cst.Call) and node.args and not node.args[0].star and node.args[0].keyword is None:
             callee, first = node.func, node.args[0].value
@@ -93,17 +93,6 @@ def _fed_to_submodules(func: cst.FunctionDef, cls: ClassInfo) -> set[str]:
             ):
                 fed.add(first.value)
     return fed - _used_as_sequences(func, fed) if fed else fed
-
-
-def _attributes_set(cls: ClassInfo) -> set[str]:
-    """The attributes the class's own methods assign on `self` (`self.rpn_conv = ...`)."""
-    return {
-        target.attr.value
-        for node in descendants(cls.node.body)
-        if isinstance(node, cst.Assign)
-        for target in (assign.target for assign in node.targets)
-        if isinstance(target, cst.Attribute) and is_self(target.value)
-    }
 
 
 def is_entry(func: cst.FunctionDef, cls: ClassInfo | None, is_module: bool) -> bool:
