@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import string
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -134,9 +135,12 @@ class CallEvaluator:
     """The call half of the interpreter, composed into it (see interpreter.py for the state)."""
 
     def __init__(self, interp: Interpreter) -> None:
-        self.i = interp
-        self.modules = ModuleFactory(interp)
-        self.loop = TrainingLoop(interp)
+        # A proxy, so that an interpreter and its halves form no reference cycle: each run's
+        # interpreter and everything it holds is freed when the run returns, not left to the
+        # cyclic collector (which walked them, and every syntax tree, again and again).
+        self.i = cast("Interpreter", weakref.proxy(interp))
+        self.modules = ModuleFactory(self.i)
+        self.loop = TrainingLoop(self.i)
 
     # ----------------------------------------------------------------- dispatch
 
