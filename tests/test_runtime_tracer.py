@@ -150,6 +150,17 @@ TRACER_GAPS = {
 }
 # Silent drivers whose corruption the tracer does not report yet, and what it would take.
 SILENT_GAPS = {
+    "realworld/g1_retinanet_datagen_gt_boxes/train.py::silent_augmentations_rewrite_stored_ground_truth": _SNAPSHOT_READ_LATER,
+    "realworld/g3_nbi_state_dict_0_alias/demo_sine.py::silent_second_round_starts_from_trained_weights": _SNAPSHOT_READ_LATER,
+    "realworld/g3_torch_optimizer_diffgrad_previous_grad.py::silent_previous_grad_is_current_grad": _SNAPSHOT_READ_LATER,
+    "realworld/g2_wav2aug_inplace_augmentations/train.py::silent_each_op_writes_the_callers_wavs": (
+        "each helper writes the caller's `wavs` and the next reader is the next helper or the driver's `return`, not an"
+        " op of the caller's frame after the write"
+    ),
+    "realworld/g3_egnn_coord_model_inplace/run_egnn.py::silent_caller_positions_moved": (
+        "the write's caller rebinds its name to the callee's result (`coord = self.coord_model(coord, ...)`), and the"
+        " positions are next read by the driver's `return`, not by an op of a caller frame"
+    ),
     "realworld/f3_pypots_best_model_dict_alias/train_dlinear.py::silent_fit_loads_the_last_epoch": _SNAPSHOT_READ_LATER,
     "realworld/f1_ctrl_inputs_embeds_scaled_in_place.py::silent_same_inputs_embeds_twice": (
         "the callee scales its caller's embeddings under `no_grad`, where the tracer records no op: the second call's"
