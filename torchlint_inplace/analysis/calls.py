@@ -107,6 +107,9 @@ _SELF_RETURNING = frozenset(
         "apply",
     }
 )
+# Factories whose tensor is memory to be filled (an out-parameter a callee writes, read afterwards
+# on purpose); `torch.tensor(data)`, `randn`, `arange` hold values a callee's write destroys.
+_BUFFER_FACTORIES = ("zeros", "empty", "ones", "full")
 _MAX_RANGE = 8  # numbers of a `range` of known bounds the interpreter enumerates
 _DICT_METHODS = frozenset({"get", "values", "items", "keys", "update", "setdefault", "pop", "copy", "clear", "popitem"})
 # Those that read a mapping: on what code we cannot see returned, a dict more likely than a tensor.
@@ -914,7 +917,8 @@ class CallEvaluator:
             requires_grad = literal_true(args.keywords.get("requires_grad"))
             if requires_grad and self.i.grad_enabled:
                 return Val(fresh_storage(), Grad.LEAF, origin=call)
-            return Val(fresh_storage(), Grad.NO, origin=call, fresh_buffer=True, inference=self.i.inference)
+            buffer = short.startswith(_BUFFER_FACTORIES) if namespace == "torch" else _sizes_only(args)
+            return Val(fresh_storage(), Grad.NO, origin=call, fresh_buffer=buffer, inference=self.i.inference)
         tensors = args.tensors()
         twin = facts.inplace_functions.get(short) if namespace in ("torch", _FUNCTIONAL) else None
         flag = self.inplace_flag(short, args) if namespace == _FUNCTIONAL else None
@@ -1111,6 +1115,7 @@ class CallEvaluator:
         if method == "contiguous":
             return self.i.new_tensor([receiver]) if receiver.strided else receiver.view()
         if method == "clone":
+            self.i.copied |= receiver.storages
             return replace(self.i.new_tensor([receiver]), cloned=True, origin=call)
         if method in _INTEGER_METHODS:
             return Val(fresh_storage(), Grad.NO, dtype=method, inference=self.i.inference)
@@ -1244,14 +1249,16 @@ class CallEvaluator:
                 ]
                 module_call = ref.node.name.value == "forward" and ref.cls is not None
                 discarded = call is self.i.discarded and not new_tensors and not module_call
-                updater = discarded or self.asked_for(summary, write, binding)
+                updater = discarded or write.deliberate or self.asked_for(summary, write, binding)
                 intended = names_read(argument) if argument is not None and updater else set()
                 action = write.action if write.action.endswith(_CALLERS) else f"{write.action}{_CALLERS}"
                 with self.i.modes():
                     self.i.grad_enabled = self.i.grad_enabled and write.grad_enabled  # the callee's mode at the write
                     # Read again, the values are wrong in any grad mode; but where nothing records,
-                    # a write the callee's own callee did is taken for the update it asked for.
-                    stale_after = self.i.grad_enabled or not write.nested
+                    # a write the callee's own callee did is taken for the update it asked for,
+                    # unless the callee hands the written tensor back as its result (wav2aug's
+                    # `aug = augmenter(wavs)`): the caller then holds it under two names.
+                    stale_after = self.i.grad_enabled or not write.nested or _returns_slot(summary, write.slot)
                     self.i.write(
                         Form.ARGUMENT,
                         call,
@@ -1771,6 +1778,17 @@ def dtype_name(expr: cst.BaseExpression) -> str | None:
         or short in ("float", "half", "double", "bfloat16", "long", "int", "bool")
         else None
     )
+
+
+def _returns_slot(summary: Summary, slot: Slot) -> bool:
+    """Whether the callee returns (among its results) the tensor it was handed at `slot`."""
+    handed = {storage for storage, held in summary.slots.items() if held == slot}
+    return any(tensor.storages & handed for tensor in tensors_in(summary.returned))
+
+
+def _sizes_only(args: Args) -> bool:
+    """`torch.Tensor(3, 4)` (memory to fill), not `torch.Tensor(box)` (a list's values)."""
+    return all(isinstance(value, Const) and type(value.value) is int for value in args.positional)
 
 
 def _range(args: Args) -> Value:

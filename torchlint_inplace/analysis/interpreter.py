@@ -189,6 +189,7 @@ class FunctionInterpreter:
         self.hookable = False
         self.caller_storages: frozenset[int] = frozenset()
         self.view_names: set[str] = set()  # names ever bound to a view of a tensor (`v = out[1:]`)
+        self.copied: frozenset[int] = frozenset()  # storages this run took a `.clone()` of
         self.contract: FunctionContract | None = None
         self.ctx_name: str | None = None
         self.outer_grad = grad_enabled  # the caller's grad mode: no_grad around the call reaches in
@@ -907,16 +908,22 @@ class FunctionInterpreter:
             left = evaluate(test.left, state)
             right = evaluate(comparison.comparator, state)
             symbol, compare = _COMPARISONS.get(type(comparison.operator), ("", None))
-            if compare is not None:
-                return self.split(
-                    test,
-                    test.left,
-                    left,
-                    state,
-                    lambda value: _compare(compare, symbol, value, right),
-                    _subject_test(symbol, right),
-                )
-            return state.copy(), state
+            if compare is None:
+                return state.copy(), state
+            holds, fails = self.split(
+                test,
+                test.left,
+                left,
+                state,
+                lambda value: _compare(compare, symbol, value, right),
+                _subject_test(symbol, right),
+            )
+            emptied = _emptiness_subject(test)
+            if holds is not None and emptied is not None and is_tensor_val(value := holds.env.get(emptied)):
+                # `if x.shape[0] == 0: return x`: an empty tensor, whose writes change nothing
+                # anyone reads; it aliases no caller's values on that side.
+                holds.env[emptied] = Val(fresh_storage(), value.grad, origin=value.origin, graph=value.graph)
+            return holds, fails
         if (
             isinstance(test, cst.Call)
             and isinstance(test.func, cst.Name)
@@ -1274,21 +1281,22 @@ class FunctionInterpreter:
 
     def read(self, name: str, node: cst.CSTNode, state: State) -> None:
         """Reading a name whose tensor a hidden write changed under it: silent corruption."""
-        pending = state.stale.pop(name, None)
-        if pending is None or not consistent(pending.condition | state.condition):
-            return  # not stale, or only after a write on a path this one excludes (eval vs training)
+        first = state.stale.pop(name, None)
         span_of, path = self.ctx.span_of, self.ctx.path
-        held, advice = bool(pending.held), pending.advice
-        hazard = Hazard(True, lambda: stale_reason(path, name, span_of(node), held, advice), silent=True)
-        self.emit(
-            pending.form,
-            pending.site,
-            f"{pending.action} `{pending.written}` in place",
-            hazard,
-            condition=pending.condition | state.condition,
-            calls=pending.related,
-            flag=pending.flag,
-        )
+        for pending in (first, *first.later) if first is not None else ():
+            if not consistent(pending.condition | state.condition):
+                continue  # only after a write on a path this one excludes (eval vs training)
+            reason = partial(stale_reason, path, name, span_of(node), bool(pending.held), pending.advice)
+            hazard = Hazard(True, reason, silent=True)
+            self.emit(
+                pending.form,
+                pending.site,
+                f"{pending.action} `{pending.written}` in place",
+                hazard,
+                condition=pending.condition | state.condition,
+                calls=pending.related,
+                flag=pending.flag,
+            )
 
     def eval_attribute(self, expr: cst.Attribute, state: State, read: bool = True) -> Value:
         name = dotted(expr)
@@ -1658,6 +1666,7 @@ class FunctionInterpreter:
                     condition,
                     calls,
                     nested,
+                    bool(target.storages & self.copied),
                 ),
             )
         if self.contract is not None:
@@ -1712,13 +1721,13 @@ class FunctionInterpreter:
                 if name in intended_readers:
                     continue
                 if isinstance(value, Val) and value.storages & target.storages and not other_round(value, target):
-                    state.stale.setdefault(name, pending)  # the first write that changed it under the name
+                    _stale(state, name, pending)
                 elif self.grad_enabled and _holds(value, target):
                     # `skips.append(x)` before `x = self.act(x)`: the list kept the tensor, not its
                     # values. Not where nothing records: inference code keeps windows onto a buffer
                     # it updates (SAM3's per-object mask views), and a loop's element stands for
                     # each element, which it may hand to different lists (timm's EMA by dtype).
-                    state.stale.setdefault(name, replace(pending, held=target.storages))
+                    _stale(state, name, replace(pending, held=target.storages))
 
     def hazard_of(self, target: Val, state: State, node: cst.CSTNode, written: str) -> Hazard | None:
         """Why writing `target` (at `node`, in this run's file) breaks, if it does."""
@@ -1952,6 +1961,27 @@ def _merged_value(
     return merge_values(body, orelse, when_body, when_orelse)
 
 
+def _emptiness_subject(test: cst.Comparison) -> str | None:
+    """The name `test` finds empty: `x.numel() == 0`, `x.shape[-2] == 0`, `x.size(0) == 0`,
+    `len(x) == 0`."""
+    comparator = test.comparisons[0].comparator
+    if not (
+        type(test.comparisons[0].operator) is cst.Equal and type(comparator) is cst.Integer and comparator.value == "0"
+    ):
+        return None
+    size = test.left
+    if type(size) is cst.Subscript:
+        size = size.value  # `x.shape[-2]`
+    if type(size) is cst.Call:
+        if type(size.func) is cst.Name and size.func.value == "len" and len(size.args) == 1:
+            subject = size.args[0].value
+            return subject.value if type(subject) is cst.Name else None
+        size = size.func  # `x.size(0)`, `x.numel()`
+    if type(size) is cst.Attribute and size.attr.value in ("shape", "size", "numel") and type(size.value) is cst.Name:
+        return size.value.value
+    return None
+
+
 def _grad_test(test: cst.BaseExpression) -> tuple[cst.BaseExpression, str, bool] | None:
     """`x.requires_grad`, `x.grad_fn is not None` (true when `x` records), `x.grad_fn is None`
     (true when it does not): `(x, attribute, negated)`."""
@@ -2027,6 +2057,8 @@ def _compare(compare: Callable[[Any, Any], bool], symbol: str, left: Value, righ
         ):
             return symbol == "is not"
         return None
+    if symbol in ("is", "is not") and left is right and is_tensor_val(left) and left.round is None:
+        return symbol == "is"  # `working = x` then `working is x`: the name was bound to that very tensor
     if isinstance(left, Const) and isinstance(right, Const):
         try:
             return bool(compare(left.value, right.value))
@@ -2077,3 +2109,9 @@ def _holds(value: Value, target: Val) -> bool:
     if not is_container(value):
         return False
     return any(tensor.storages & target.storages and not other_round(tensor, target) for tensor in tensors_in(value))
+
+
+def _stale(state: State, name: str, pending: PendingWrite) -> None:
+    """`name`'s tensor was rewritten under it by `pending` (after the writes already noted)."""
+    known = state.stale.get(name)
+    state.stale[name] = pending if known is None else known.then(pending)

@@ -75,6 +75,7 @@ class Interpreter(Protocol):
     extra: Condition
     patches: dict[int, Module]
     param_storages: frozenset[int]
+    copied: frozenset[int]  # storages this run took a `.clone()` of
     children: list[Summary]
     contract: FunctionContract | None
     ctx_name: str | None

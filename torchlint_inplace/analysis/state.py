@@ -9,13 +9,16 @@ which parts of the graph left the function other than by its return value.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import count
 from typing import TYPE_CHECKING
 
 from .conditions import Assumption, Condition, consistent
 from .shared import shared
 from .values import NOT_TENSOR, Choice, Val, Value, is_tensor, merge_values, reachable
+
+# The writes one stale name reports when read, the first included (`PendingWrite.then`).
+MAX_LATER_WRITES = 8
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -78,9 +81,18 @@ class PendingWrite:
     # is stale only if it is that tensor).
     held: frozenset[int] = frozenset()
     advice: str = "pass a `.clone()`, or use the out-of-place form (inplace=False)"
+    # Writes elsewhere that changed the same tensor under the name before it was read (a
+    # pipeline of augmentations each rewriting the caller's batch): each is a line to fix.
+    later: tuple[PendingWrite, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "condition", shared(self.condition))  # kept by the memo: one object per condition
+
+    def then(self, other: PendingWrite) -> PendingWrite:
+        """This write, and `other` after it (at most MAX_LATER_WRITES, one per site)."""
+        if other.site == self.site or any(other.site == known.site for known in self.later):
+            return self
+        return replace(self, later=self.later + (other,)) if len(self.later) < MAX_LATER_WRITES else self
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,10 @@ class ParamWrite:
     # Done by a callee of the function that recorded it, which handed its argument on: a
     # pipeline of helpers updating a buffer (SAM3's masks "updated in-place then returned").
     nested: bool = False
+    # The function kept a `.clone()` of the tensor before writing it (Mixup's `x_orig =
+    # x.clone()`, then `x[i] = ...`): rewriting its argument is its job, and the caller's later
+    # reads are the point.
+    deliberate: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "condition", shared(self.condition))  # kept by the memo: one object per condition
