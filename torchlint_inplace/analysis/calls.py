@@ -107,6 +107,12 @@ _SELF_RETURNING = frozenset(
         "apply",
     }
 )
+# nn.Module's own dicts of what it registered, read by name where `getattr` would do.
+_REGISTRIES: dict[str, Callable[[Value], bool]] = {
+    "_modules": lambda value: isinstance(value, Module),
+    "_parameters": is_tensor,
+    "_buffers": is_tensor,
+}
 # Factories whose tensor is memory to be filled (an out-parameter a callee writes, read afterwards
 # on purpose); `torch.tensor(data)`, `randn`, `arange` hold values a callee's write destroys.
 _BUFFER_FACTORIES = ("zeros", "empty", "ones", "full")
@@ -346,6 +352,10 @@ class CallEvaluator:
             found = module.instance.attr(attr)
             if found is not None:
                 return module.owned(found)
+            if attr in _REGISTRIES:  # `self._modules["gcl_%d" % i]`: the attributes by name
+                kept = _REGISTRIES[attr]
+                named = ((name, module.owned(value)) for name, value in module.instance.attrs.items() if kept(value))
+                return DictVal(tuple(named))
             if module.instance.container is not None and attr in ("weight", "bias"):
                 return NOT_TENSOR
             return self.i.engine.class_member(module.instance.cls, attr, module)
