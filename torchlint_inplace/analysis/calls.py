@@ -116,6 +116,8 @@ _REGISTRIES: dict[str, Callable[[Value], bool]] = {
 # Factories whose tensor is memory to be filled (an out-parameter a callee writes, read afterwards
 # on purpose); `torch.tensor(data)`, `randn`, `arange` hold values a callee's write destroys.
 _BUFFER_FACTORIES = ("zeros", "empty", "ones", "full")
+# Functions that return the tensor they are given when it already has the dtype asked for.
+_ADOPTING = frozenset({"as_tensor", "asarray"})
 _MAX_RANGE = 8  # numbers of a `range` of known bounds the interpreter enumerates
 _DICT_METHODS = frozenset({"get", "values", "items", "keys", "update", "setdefault", "pop", "copy", "clear", "popitem"})
 # Those that read a mapping: on what code we cannot see returned, a dict more likely than a tensor.
@@ -921,6 +923,13 @@ class CallEvaluator:
         if namespace not in _TORCH_NAMESPACES:
             return self.opaque_result(args, state) if namespace.startswith("torch") else NOT_TENSOR
         facts = self.i.facts
+        if (
+            short in _ADOPTING
+            and namespace == "torch"
+            and args.positional
+            and is_tensor_val(given := collapse(args.positional[0]))
+        ):
+            return self.convert(given, "to", call, args)  # `torch.as_tensor(t)`: `t` itself when its dtype matches
         if (namespace == "torch" and facts.is_factory(short)) or (
             qualname in LEGACY_CONSTRUCTORS and not args.tensors()
         ):
@@ -928,7 +937,17 @@ class CallEvaluator:
             if requires_grad and self.i.grad_enabled:
                 return Val(fresh_storage(), Grad.LEAF, origin=call)
             buffer = short.startswith(_BUFFER_FACTORIES) if namespace == "torch" else _sizes_only(args)
-            return Val(fresh_storage(), Grad.NO, origin=call, fresh_buffer=buffer, inference=self.i.inference)
+            dtype = next(
+                (
+                    name
+                    for arg in call.args
+                    if arg.keyword is not None and arg.keyword.value == "dtype" and (name := dtype_name(arg.value))
+                ),
+                None,
+            )
+            return Val(
+                fresh_storage(), Grad.NO, origin=call, fresh_buffer=buffer, dtype=dtype, inference=self.i.inference
+            )
         tensors = args.tensors()
         twin = facts.inplace_functions.get(short) if namespace in ("torch", _FUNCTIONAL) else None
         flag = self.inplace_flag(short, args) if namespace == _FUNCTIONAL else None
