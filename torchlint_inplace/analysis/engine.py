@@ -570,7 +570,7 @@ class Engine:
         # A container's items run as they are, on the instance's storages; a class with methods
         # runs through its summaries, which `Module.own_storages` translates.
         renamed = () if kind is not None else tuple((storage, fresh_id()) for storage in sorted(instance.params))
-        return Module(
+        module = Module(
             kind,
             info.name,
             items=instance.container.items if kind is not None and instance.container is not None else None,
@@ -580,6 +580,12 @@ class Engine:
             config=_passed_fields(init, binding) if init is not None else (),
             origin=call,
         )
+        if init is not None and call is not None and instance.built is not None and instance.built.writes:
+            # `__init__` writing a tensor it was handed (moving boxes' origin in place): the
+            # caller's tensor, like any callee's write.
+            full = Binding({"self": module, **binding.values}, {"self": None, **binding.exprs}, [])
+            interp.calls.apply_summary(instance.built, full, init, call, args, state, None, True)
+        return module
 
     def build(
         self,
