@@ -34,7 +34,7 @@ from .project import FileContext, Project, key_of
 from .shared import shared
 from .state import ModuleHooks, State, next_order
 from .summaries import Summary, SummaryRecorder
-from .syntax import annotation_text
+from .syntax import annotation_text, descendants
 from .values import (
     NOT_TENSOR,
     OUTER,
@@ -309,6 +309,21 @@ class Engine:
                 return ctx.path, ctx.span_of(node)
             except KeyError:
                 continue
+        return self._relocated(node)
+
+    def _relocated(self, node: cst.CSTNode) -> tuple[str, Span] | None:
+        """A node of a tree the run has forgotten since (a caller file evicted while its run went
+        on, then read again as a new tree): the same code in the files this check read, as they
+        are held now. Only where the bounds on kept trees are smaller than a check's working set;
+        the first equal node of a file is taken."""
+        for key in sorted(self.project.dependencies):
+            ctx = self.project.file(Path(key))
+            if ctx is None:
+                continue
+            kind = type(node)
+            for candidate in descendants(ctx.module):
+                if type(candidate) is kind and candidate.deep_equals(node):
+                    return ctx.path, ctx.span_of(candidate)
         return None
 
     def span_of(self, path: str) -> Callable[[cst.CSTNode], Span]:
