@@ -937,16 +937,13 @@ class CallEvaluator:
             if requires_grad and self.i.grad_enabled:
                 return Val(fresh_storage(), Grad.LEAF, origin=call)
             buffer = short.startswith(_BUFFER_FACTORIES) if namespace == "torch" else _sizes_only(args)
-            dtype = next(
-                (
-                    name
-                    for arg in call.args
-                    if arg.keyword is not None and arg.keyword.value == "dtype" and (name := dtype_name(arg.value))
-                ),
-                None,
-            )
             return Val(
-                fresh_storage(), Grad.NO, origin=call, fresh_buffer=buffer, dtype=dtype, inference=self.i.inference
+                fresh_storage(),
+                Grad.NO,
+                origin=call,
+                fresh_buffer=buffer,
+                dtype=named_dtype(call),
+                inference=self.i.inference,
             )
         tensors = args.tensors()
         twin = facts.inplace_functions.get(short) if namespace in ("torch", _FUNCTIONAL) else None
@@ -1175,7 +1172,7 @@ class CallEvaluator:
 
     def convert(self, receiver: Val, method: str, call: cst.Call, args: Args) -> Val:
         """`.to(dtype)` returns `self` when the dtype already matches (autocast makes that common)."""
-        dtype = _DTYPE_METHODS.get(method) or next((name for arg in call.args if (name := dtype_name(arg.value))), None)
+        dtype = _DTYPE_METHODS.get(method) or named_dtype(call)
         if dtype is not None and receiver.dtype == dtype:
             return receiver.view()
         if dtype is None and method == "to" and not _converts_dtype(call):
@@ -1807,6 +1804,11 @@ def dtype_name(expr: cst.BaseExpression) -> str | None:
         or short in ("float", "half", "double", "bfloat16", "long", "int", "bool")
         else None
     )
+
+
+def named_dtype(call: cst.Call) -> str | None:
+    """The dtype a call names among its arguments (`.to(torch.bfloat16)`, `dtype=torch.float32`)."""
+    return next((name for arg in call.args if (name := dtype_name(arg.value))), None)
 
 
 def _returns_slot(summary: Summary, slot: Slot) -> bool:

@@ -316,11 +316,11 @@ class Engine:
         on, then read again as a new tree): the same code in the files this check read, as they
         are held now. Only where the bounds on kept trees are smaller than a check's working set;
         the first equal node of a file is taken."""
+        kind = type(node)
         for key in sorted(self.project.dependencies):
             ctx = self.project.file(Path(key))
             if ctx is None:
                 continue
-            kind = type(node)
             for candidate in descendants(ctx.module):
                 if type(candidate) is kind and candidate.deep_equals(node):
                     return ctx.path, ctx.span_of(candidate)

@@ -1282,11 +1282,10 @@ class FunctionInterpreter:
     def read(self, name: str, node: cst.CSTNode, state: State) -> None:
         """Reading a name whose tensor a hidden write changed under it: silent corruption."""
         first = state.stale.pop(name, None)
-        span_of, path = self.ctx.span_of, self.ctx.path
         for pending in (first, *first.later) if first is not None else ():
             if not consistent(pending.condition | state.condition):
                 continue  # only after a write on a path this one excludes (eval vs training)
-            reason = partial(stale_reason, path, name, span_of(node), bool(pending.held), pending.advice)
+            reason = partial(_stale_read, self.ctx, name, node, bool(pending.held), pending.advice)
             hazard = Hazard(True, reason, silent=True)
             self.emit(
                 pending.form,
@@ -2115,3 +2114,8 @@ def _stale(state: State, name: str, pending: PendingWrite) -> None:
     """`name`'s tensor was rewritten under it by `pending` (after the writes already noted)."""
     known = state.stale.get(name)
     state.stale[name] = pending if known is None else known.then(pending)
+
+
+def _stale_read(ctx: FileContext, name: str, node: cst.CSTNode, held: bool, advice: str) -> Reason:
+    """The reason of a stale read, worded (and its line located) only if a rule reports it."""
+    return stale_reason(ctx.path, name, ctx.span_of(node), held, advice)
