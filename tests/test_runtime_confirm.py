@@ -57,6 +57,10 @@ UNPROVABLE = {
     "self.tensor[:, 2] -= self.tensor[:, 5] * (origin[2] - 0)  # expect: TIP007": (
         "a plain class's constructor: --confirm runs nn.Modules, autograd.Functions and functions"
     ),
+    "sample *= factor  # expect: TIP007": (
+        "the reader is the dataset's next `__getitem__` of the same item: one call of the helper on a synthetic sample"
+        " reads nothing stale"
+    ),
     "scores /= temperature  # expect: TIP007": (
         "the reader is the same call in the loop's next round: one call on synthetic scores changes nothing it reads"
     ),

@@ -918,6 +918,8 @@ class CallEvaluator:
             return self.opaque_result(args, state)
         if qualname == "itertools.chain":
             return Val(items=tuple(args.positional))
+        if qualname in _LOADERS:
+            self.load_items(call, args, state)
         short = qualname.rsplit(".", 1)[-1]
         namespace = qualname[: -len(short) - 1]
         if namespace not in _TORCH_NAMESPACES:
@@ -1025,6 +1027,24 @@ class CallEvaluator:
         bound = self.bind(overload.params, args)
         texts = self.argument_texts(overload.params, args)
         return self.i.record_op(short, label, bound, result, call, state, texts, facts=overload)
+
+    def load_items(self, call: cst.Call, args: Args, state: State) -> None:
+        """`DataLoader(dataset)` calls the dataset's `__getitem__` once per item and epoch, in this
+        process unless workers (made anew each epoch) do it: what the accessor writes of the
+        dataset's own tensors then stays written. It runs here, where the loader is built, for
+        the findings it makes on its own; its writes are not applied to the caller's values."""
+        workers = args.get("num_workers", 5)
+        if isinstance(workers, Const) and workers.value and not literal_true(args.keywords.get("persistent_workers")):
+            return
+        for _, dataset in options_of(args.get("dataset", 0) or NOT_TENSOR):
+            accessor = (
+                self.i.engine.method_of(dataset.instance.cls, "__getitem__")
+                if isinstance(dataset, Module) and dataset.instance is not None
+                else None
+            )
+            if accessor is not None:
+                index = Args(positional=[NOT_TENSOR], positional_exprs=[None])
+                self.call_project(accessor, call, index, state, dataset, apply_writes=False)
 
     def result_of(self, name: str, facts: OpFacts | None, inputs: list[Value]) -> Val:
         """A fresh result; several tensors for `topk`/`max(dim)`, integer ones never requiring grad."""
@@ -1591,6 +1611,9 @@ class CallEvaluator:
             if expr is not None and name in params:
                 texts[name] = self.i.ctx.code_of(expr)
         return texts
+
+
+_LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 
 
 def _options_apart(choice: Choice, site: object) -> tuple[tuple[Condition, Value], ...]:

@@ -173,6 +173,18 @@ def stale_reason(path: str, name: str, read_at: Span, held: bool, advice: str) -
     )
 
 
+def kept_reason(owner: str, accessor: str, path: str, found: Located) -> Reason:
+    """`found`: the accessor's definition (in the file of the run that hands the tensor out)."""
+    return Reason(
+        f"it is a tensor `{owner}` keeps (held by an attribute of `self`) and `{accessor}`{_where(found, path)} hands "
+        "out: the change stays in the object, so every later access to that item (the next epoch's) reads the "
+        "modified values",
+        f"silently changes what `{owner}` stores",
+        _made_here(found, f"`{accessor}`, which hands out what `self` stores, is defined here"),
+        f"write into a `.clone()` of what `{accessor}` takes from `self`",
+    )
+
+
 def step_reason(path: str, loss: str, built: Span, later_backward: Span) -> Reason:
     return Reason(
         f"`{loss}` was computed through those parameters at line {built.start.line}, before the step, "

@@ -36,6 +36,7 @@ from .hazards import (
     hidden_reason,
     hooked_reason,
     inference_reason,
+    kept_reason,
     leaf_reason,
     multi_view_reason,
     overlap_reason,
@@ -144,6 +145,9 @@ _POSITIVE = {"!=": "==", "is not": "is", "not in": "in"}
 _COMMUTATIVE = frozenset({"mul", "add"})
 _MAX_LOOP_NESTING = 3
 _MAX_UNROLLED = 16  # items of a known container a loop runs through one by one
+# Methods that hand out what the object stores and are called again for the same item (a
+# dataset's `__getitem__`, once per epoch): writing what they take from `self` changes it for good.
+_ACCESSORS = frozenset({"__getitem__"})
 _MAX_EXACT_OPTIONS = 4  # lists a comprehension over known items may build, its filters left open
 MAX_CALL_DEPTH = 12
 _EVERYTHING: frozenset[int] = frozenset({-1})  # top-level code: whatever it computed may be backwarded
@@ -190,6 +194,7 @@ class FunctionInterpreter:
         self.caller_storages: frozenset[int] = frozenset()
         self.view_names: set[str] = set()  # names ever bound to a view of a tensor (`v = out[1:]`)
         self.copied: frozenset[int] = frozenset()  # storages this run took a `.clone()` of
+        self.kept: frozenset[int] = frozenset()  # what the receiver stores, in an accessor that hands it out
         self.contract: FunctionContract | None = None
         self.ctx_name: str | None = None
         self.outer_grad = grad_enabled  # the caller's grad mode: no_grad around the call reaches in
@@ -230,6 +235,8 @@ class FunctionInterpreter:
         # What the caller can see: the arguments, and the elements of a `list[Tensor]` argument
         # (an optimizer's states): rebinding a name that holds one of them is not a safe fix.
         self.caller_storages = self.param_storages
+        if self.cls is not None and node.name.value in _ACCESSORS:
+            self.kept = self.stored_by_receiver(node, params)
         self.grad_enabled = self.outer_grad and self.engine.grad_enabled(self.ctx, node, self.cls)
         self.running = node
         if self.inference is None and function_inference_mode(node, self.ctx.imports):
@@ -264,6 +271,16 @@ class FunctionInterpreter:
         )
         self.final = final
         return final
+
+    def stored_by_receiver(self, node: cst.FunctionDef, params: dict[str, Value]) -> frozenset[int]:
+        """The storages of the tensors the receiver's attributes hold (`self.boxes`, a list of
+        them): a dataset's samples, which `__getitem__` must hand out as stored."""
+        positional = [*node.params.posonly_params, *node.params.params]
+        receiver = params.get(positional[0].name.value) if positional else None
+        if not isinstance(receiver, Module) or receiver.instance is None:
+            return frozenset()
+        attributes = (self.calls.module_attribute(receiver, name) for name in receiver.instance.attrs)
+        return frozenset(storage for value in attributes for tensor in tensors_in(value) for storage in tensor.storages)
 
     def run_statements(self, statements: Sequence[cst.BaseStatement], state: State | None = None) -> State:
         self.final = self.exec_statements(statements, state or State())
@@ -1680,6 +1697,18 @@ class FunctionInterpreter:
             self.hookable = True
         if hazard is None and overlap is not None:
             hazard = Hazard(True, lambda: overlap, silent=True)
+        if hazard is None and target.storages & self.kept and not target.fresh_buffer:
+            assert self.cls is not None and self.running is not None
+            owner, accessor, defined, at, locate = (
+                self.cls.name,
+                self.running.name,
+                self.ctx.path,
+                site.path,
+                self.engine.locate,
+            )
+            hazard = Hazard(
+                True, lambda: kept_reason(owner, accessor.value, at, locate(accessor, defined)), silent=True
+            )
         if (
             hazard is None and target.expanded is not None and self.grad_enabled
         ):  # as stale reads (the pre-pass relies on it)
@@ -1727,6 +1756,15 @@ class FunctionInterpreter:
                     # it updates (SAM3's per-object mask views), and a loop's element stands for
                     # each element, which it may hand to different lists (timm's EMA by dtype).
                     _stale(state, name, replace(pending, held=target.storages))
+        elif isinstance(target_expr, cst.Name) and not target.fresh_buffer:
+            # `total = loss` then `total += reg`: one tensor under two names, and a later read of
+            # the other name sees the sum. (Through a view, `v = out[1:]`, is how a part of a
+            # tensor is meant to change: a view is another object, and is left alone.)
+            held = state.env.get(target_expr.value)
+            aliases = [name for name, value in state.env.items() if value is held and name != target_expr.value]
+            advice = f"make `{written}` a new tensor (`{written} = {written} + ...`), or `.clone()` it first"
+            for name in aliases:
+                _stale(state, name, PendingWrite(form, site, action, written, condition, calls, flag, advice=advice))
 
     def hazard_of(self, target: Val, state: State, node: cst.CSTNode, written: str) -> Hazard | None:
         """Why writing `target` (at `node`, in this run's file) breaks, if it does."""
