@@ -499,7 +499,7 @@ class CallEvaluator:
         torch's."""
         defined = self.i.engine.method_of(module.instance.cls, method) if module.instance is not None else None
         if defined is not None:
-            return self.call_project(defined, call, args, state, module)
+            return self.call_project(defined, call, args, state, self.as_assigned(module, receiver_expr, state))
         if method in _SELF_RETURNING:
             return module
         if method in ("parameters", "named_parameters", "buffers"):
@@ -554,6 +554,23 @@ class CallEvaluator:
             if attribute is not None:
                 return self.call_value(attribute, call, args, state)
         return self.opaque_result(args, state)
+
+    def as_assigned(self, module: Module, receiver_expr: cst.BaseExpression, state: State) -> Module:
+        """The object with the attributes this run gave it so far: a trainer's `train()` that
+        sets `self.model` and `self.optimizer`, then calls `self.optimize(batch)`, which reads
+        them. Only new ones: what the object had since `__init__` (which builds it as it goes)
+        stays as the instance knows it, open to what the rounds of a caller's loop change."""
+        owner = dotted(receiver_expr)
+        if owner is None or module.instance is None or self.i.constructing:
+            return module
+        prefix = f"{owner}."
+        attrs = module.instance.attrs
+        assigned = {
+            name[len(prefix) :]: value
+            for name, value in state.env.items()
+            if name.startswith(prefix) and "." not in name[len(prefix) :] and name[len(prefix) :] not in attrs
+        }
+        return _with_attrs(module, assigned) if assigned else module
 
     def grown_module(self, module: Module, method: str, args: Args) -> Module:
         items = list(module.items or ())
@@ -1485,10 +1502,12 @@ class CallEvaluator:
         # a module-level name (`ACTIVATION_LAYERS`) is the caller's from now on
         held = state.env.get(owner, bound if "." not in owner else None)
         attrs = bound.instance.attrs
-        if not isinstance(held, Module) or held.instance is not bound.instance:
+        if not isinstance(held, Module) or (held.instance is not bound.instance and held.ident != bound.ident):
             return
         if not all(name in attrs and attrs[name] == value for name, value in updates.items()):
             state.env[owner] = _with_attrs(held, updates)
+        for name in updates:
+            state.env.pop(f"{owner}.{name}", None)  # what this run bound before the call is older now
 
     def update_enclosed(self, held: Module, updates: dict[str, Value], state: State) -> None:
         """`_register`, the function `register_module()` hands a class decorator: what a nested
@@ -1526,6 +1545,7 @@ class CallEvaluator:
                 self.materialize(value.rest, summary, resolve, mapping, args, state) if value.rest is not None else None
             )
             return DictVal(entries, rest, fresh_id() if value.cell is not None else None)
+        value = _made_anew(value, summary, mapping, resolve)
         if isinstance(value, Module) and value.config:
             config = tuple(
                 (name, self.materialize(item, summary, resolve, mapping, args, state)) for name, item in value.config
@@ -1714,6 +1734,48 @@ def _elements(expr: cst.BaseExpression | None) -> list[cst.BaseExpression] | Non
     if isinstance(expr, (cst.Tuple, cst.List)) and not any(isinstance(e, cst.StarredElement) for e in expr.elements):
         return [element.value for element in expr.elements]
     return None
+
+
+def _made_anew(value: Value, summary: Summary, mapping: dict[int, Val], resolve: Callable[[Slot], Value]) -> Value:
+    """A module (or optimizer, or `parameters()`) the callee built, not one it was handed, is a
+    new object at each call: a factory called twice (`self.value_model_fn(nS, nA)` for two
+    Q-networks) returns two networks with their own parameters, though the memo ran it once.
+    Each parameter storage is renamed once per call (`mapping`, which the returned tensors share),
+    so that a module, its layers and the optimizers built over them still agree; an optimizer
+    over a module it was handed updates the caller's (`value_optimizer_fn(net)`)."""
+
+    def new(storage: int) -> frozenset[int]:
+        slot = summary.slots.get(storage)
+        if slot is not None:
+            return reachable(resolve(slot)) or frozenset((storage,))
+        if storage in summary.module_slots:
+            index, rank = summary.module_slots[storage]
+            given = sorted(reachable(resolve((index,))))
+            return frozenset((given[rank],)) if rank < len(given) else frozenset((storage,))
+        fresh = mapping.get(storage)
+        if fresh is None:
+            fresh = mapping[storage] = Val(fresh_storage(), Grad.LEAF)
+        return fresh.storages
+
+    def renamed(storages: frozenset[int]) -> frozenset[int]:
+        return frozenset().union(*map(new, storages))
+
+    if isinstance(value, (Optimizer, Params)):
+        return replace(value, storages=renamed(value.storages)) if value.storages else value
+    if (
+        not isinstance(value, Module)
+        or not value.params
+        or value.params & (summary.slots.keys() | summary.module_slots.keys())
+        or (value.instance is not None and not value.renamed)
+    ):
+        return value
+    if value.instance is not None:
+        pairs = tuple((inner, min(new(outer))) for inner, outer in value.renamed)
+        return replace(value, ident=fresh_id(), params=frozenset(n for _, n in pairs), renamed=pairs)
+    items = (
+        tuple(_made_anew(item, summary, mapping, resolve) for item in value.items) if value.items is not None else None
+    )
+    return replace(value, ident=fresh_id(), params=renamed(value.params), items=items)
 
 
 def _with_attrs(held: Module, updates: dict[str, Value]) -> Module:

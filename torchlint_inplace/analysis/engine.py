@@ -674,7 +674,7 @@ class Engine:
             # through them, under their conditions (esm's `_inference_forward`, which `forward`
             # calls when `inplace_safe`); one they did not reach holds only if something calls it
             # otherwise, and says so.
-            if id(node) in ran or (wanted is not None and not wanted(node)):
+            if id(node) in ran or (wanted is not None and not wanted(node) and not _holds_reaching(cls, wanted)):
                 continue
             if cls is None and reaching is None and builds_only(ctx, node):
                 continue  # a model zoo's factory: what it builds is analysed on its own
@@ -734,8 +734,14 @@ class Engine:
     def hands_on(self, ctx: FileContext, through: str) -> bool:
         """A caller file's runs with the checked file's code write their arguments, or use
         arguments nobody passed (CosyVoice's flow model, built by the script that builds the
-        caller): what they are given decides."""
-        return any(summary.writes_arguments or summary.blind for summary in self.runs_of(ctx, through))
+        caller), or hand one to the checked file's code that writes it (a transform's `__call__`
+        passing its `tensor` to `F.normalize`): what they are given decides."""
+        return any(
+            summary.writes_arguments
+            or summary.blind
+            or any(child.blind_writes and child.path == through for child in summary.children)
+            for summary in self.runs_of(ctx, through)
+        )
 
     def runs_of(self, ctx: FileContext, through: str | None = None) -> list[Summary]:
         here = key_of(ctx.path)
@@ -856,6 +862,13 @@ def _mentioning(ctx: FileContext, names: frozenset[str]) -> Callable[[cst.CSTNod
         return bool(ctx.words(node).all & (functions if runs_more else values))
 
     return wanted
+
+
+def _holds_reaching(cls: ClassInfo | None, wanted: Callable[[cst.CSTNode], bool]) -> bool:
+    """A class whose `__init__` builds what the names give (`self.normalize_img = Normalize(...)`):
+    each of its methods may use it (the dataset's `__getitem__` normalising in place)."""
+    init = cls.methods.get("__init__") if cls is not None else None
+    return init is not None and wanted(init)
 
 
 def _reach(ctx: FileContext, reach: set[str], definitions: dict[str, cst.CSTNode]) -> set[str]:

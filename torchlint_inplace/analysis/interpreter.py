@@ -58,6 +58,7 @@ from .syntax import (
     keyword_of,
     literal,
     names_in,
+    names_read,
     never_tensor_operand,
     operand_exprs,
     string_index,
@@ -193,6 +194,9 @@ class FunctionInterpreter:
         self.hookable = False
         self.caller_storages: frozenset[int] = frozenset()
         self.view_names: set[str] = set()  # names ever bound to a view of a tensor (`v = out[1:]`)
+        # Names a `for` loop binds: `for x in (start, end): x.squeeze_(-1)` writes each element
+        # through the loop's name to update it, and its other names are meant to see that.
+        self.loop_names: set[str] = set()
         self.copied: frozenset[int] = frozenset()  # storages this run took a `.clone()` of
         self.kept: frozenset[int] = frozenset()  # what the receiver stores, in an accessor that hands it out
         self.contract: FunctionContract | None = None
@@ -477,6 +481,7 @@ class FunctionInterpreter:
             runs_once = nonempty(iterable) or self.counts_up(node.iter, state)
             if not elements:
                 element = self.iteration_element(node.iter, iterable, state)
+                element = self.unpassed_element(node.iter, element, state)
                 rounds = 2 if self.loop_depth < _MAX_LOOP_NESTING else 1
                 elements = [in_round(element, (id(node), index)) for index in range(rounds)]
                 unrolled = False
@@ -496,6 +501,10 @@ class FunctionInterpreter:
             current = current.copy()
             if isinstance(node, cst.For):
                 self.assign(node.target, element, current, node)
+                self.loop_names.update(names_read(node.target))
+                self.param_names.update(  # an element of an argument nobody passed stands for it
+                    name for name in names_read(node.target) if isinstance(current.env.get(name), Sym)
+                )
             else:
                 entered, _ = self.branch(node.test, current)
                 if entered is None:
@@ -517,6 +526,26 @@ class FunctionInterpreter:
         if node.orelse is not None and not merged.dead:
             merged = self.exec_block(node.orelse.body, merged)
         return merged
+
+    def unpassed_element(self, iterable: cst.BaseExpression, element: Value, state: State) -> Value:
+        """An element of an argument nobody passed is as unknown as the argument: writing it
+        (`for t, m, s in zip(tensor, mean, std): t.sub_(m)`, torchvision's old `normalize`)
+        writes what the callers pass, which they decide."""
+
+        def unpassed(expr: cst.BaseExpression, item: Value) -> Value:
+            given = state.env.get(expr.value) if isinstance(expr, cst.Name) and expr.value in self.param_names else None
+            return given if isinstance(given, Sym) else item
+
+        if (
+            isinstance(iterable, cst.Call)
+            and isinstance(iterable.func, cst.Name)
+            and iterable.func.value == "zip"
+            and isinstance(element, Val)
+            and element.items is not None
+        ):
+            parts = [arg.value for arg in iterable.args if not keyword_of(arg)]
+            return replace(element, items=tuple(map(unpassed, parts, element.items)))
+        return unpassed(iterable, element)
 
     def unrolled(self, expr: cst.BaseExpression, iterable: Value, state: State) -> list[Value]:
         """The elements a loop binds in order, when its containers' items are known and few:
@@ -1302,6 +1331,10 @@ class FunctionInterpreter:
         for pending in (first, *first.later) if first is not None else ():
             if not consistent(pending.condition | state.condition):
                 continue  # only after a write on a path this one excludes (eval vs training)
+            entries = _entries(state.env.get(name)) if pending.twice else []
+            if pending.twice and sum(any(t.storages & pending.held for t in tensors_in(e)) for e in entries) < 2:
+                _stale(state, name, replace(pending, later=()))  # still one entry: the write meant to update it
+                continue
             reason = partial(_stale_read, self.ctx, name, node, bool(pending.held), pending.advice)
             hazard = Hazard(True, reason, silent=True)
             self.emit(
@@ -1756,15 +1789,24 @@ class FunctionInterpreter:
                     # it updates (SAM3's per-object mask views), and a loop's element stands for
                     # each element, which it may hand to different lists (timm's EMA by dtype).
                     _stale(state, name, replace(pending, held=target.storages))
-        elif isinstance(target_expr, cst.Name) and not target.fresh_buffer:
+        elif isinstance(target_expr, cst.Name) and not target.fresh_buffer and target_expr.value not in self.loop_names:
             # `total = loss` then `total += reg`: one tensor under two names, and a later read of
             # the other name sees the sum. (Through a view, `v = out[1:]`, is how a part of a
-            # tensor is meant to change: a view is another object, and is left alone.)
+            # tensor is meant to change: a view is another object, and is left alone. So is a
+            # write into part of the other name's tensor, `bounds[..., -1] += eps` after
+            # `bounds = heights if reverse else widths`: its later reads may never index that
+            # part; the tensor under two entries of one dict says more, below.)
             held = state.env.get(target_expr.value)
-            aliases = [name for name, value in state.env.items() if value is held and name != target_expr.value]
+            whole = form is not Form.INDEX_ASSIGN
             advice = f"make `{written}` a new tensor (`{written} = {written} + ...`), or `.clone()` it first"
-            for name in aliases:
-                _stale(state, name, PendingWrite(form, site, action, written, condition, calls, flag, advice=advice))
+            pending = PendingWrite(form, site, action, written, condition, calls, flag, advice=advice)
+            for name, value in state.env.items():
+                if name == target_expr.value:
+                    continue
+                if value is held and whole:
+                    _stale(state, name, pending)
+                elif is_container(value) and any(item is held for item in _entries(value)):
+                    _stale(state, name, replace(pending, held=target.storages, twice=True))
 
     def hazard_of(self, target: Val, state: State, node: cst.CSTNode, written: str) -> Hazard | None:
         """Why writing `target` (at `node`, in this run's file) breaks, if it does."""
@@ -2146,6 +2188,13 @@ def _holds(value: Value, target: Val) -> bool:
     if not is_container(value):
         return False
     return any(tensor.storages & target.storages and not other_round(tensor, target) for tensor in tensors_in(value))
+
+
+def _entries(container: Value | None) -> list[Value]:
+    """The values a dict, list or tuple holds directly."""
+    if isinstance(container, DictVal):
+        return container.values()
+    return list(container.items or ()) if isinstance(container, Val) else []
 
 
 def _stale(state: State, name: str, pending: PendingWrite) -> None:

@@ -80,6 +80,10 @@ class PendingWrite:
     # When the name is a list or dict that holds the tensor: the tensor's storages (an item read
     # is stale only if it is that tensor).
     held: frozenset[int] = frozenset()
+    # The name is a dict or list that held the written tensor itself, taken out to be written
+    # (`labels = batch["input_ids"]`): stale only once it holds the tensor under two entries
+    # (`batch["labels"] = labels`), where one was meant to keep the old values.
+    twice: bool = False
     advice: str = "pass a `.clone()`, or use the out-of-place form (inplace=False)"
     # Writes elsewhere that changed the same tensor under the name before it was read (a
     # pipeline of augmentations each rewriting the caller's batch): each is a line to fix.

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from .conditions import Condition
 from .shared import shared
 from .state import NO_HOOKS, ModuleHooks, PendingWrite, SaveRecord, Site, State, TrainingEvent
-from .values import DictVal, Module, Val, Value
+from .values import DictVal, Module, Val, Value, options_of
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -59,6 +59,10 @@ class Summary:
     saves: dict[Slot, set[SaveRecord]] = field(default_factory=dict)
     returned: Value | None = None  # in the callee's storages; `slots` maps those of arguments
     slots: dict[int, Slot] = field(default_factory=dict)  # callee storage -> the argument slot it stands for
+    # The parameter storages of modules passed in: (argument, rank among its module's storages).
+    # What the run returns built over them (an optimizer) is over the caller's module's, whatever
+    # run made it: modules alike enough to share a run hold alike parameters, made in one order.
+    module_slots: dict[int, tuple[int, int]] = field(default_factory=dict)
     result_saves: dict[int, set[SaveRecord]] = field(default_factory=dict)  # callee storage it returns -> its saves
     self_updates: dict[str, Value] = field(default_factory=dict)  # `self.<name>` bound by the callee
     # `self.<name>` a hidden write left stale (`self.best = self.model.state_dict()`, then steps):
@@ -136,7 +140,14 @@ class SummaryRecorder:
             for index, value in enumerate(params.values())
             if isinstance(value, Module) and value.is_container
         }
-        self.summary = Summary(params=self.names, slots=self.by_storage)
+        module_slots = {
+            storage: (index, rank)
+            for index, value in enumerate(params.values())
+            for _, option in options_of(value)
+            if isinstance(option, Module)
+            for rank, storage in enumerate(sorted(option.params))
+        }
+        self.summary = Summary(params=self.names, slots=self.by_storage, module_slots=module_slots)
 
     def slots_of(self, storages: frozenset[int]) -> list[Slot]:
         return sorted({self.by_storage[storage] for storage in storages if storage in self.by_storage}, key=repr)
