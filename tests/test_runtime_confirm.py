@@ -80,6 +80,7 @@ UNPROVABLE = {
     "self.squash = nn.ReLU(inplace=True)  # expect: TIP004": "the reader is a forward hook a caller registers, which the module alone does not have",
     "optimizerG.step()  # expect: TIP009": "a training function taking the models: nothing to synthesise them from",
     "self.qf_optimizer.step()  # expect: TIP009": "a method of a plain trainer object, which --confirm does not build",
+    "self.value_optimizer_a.step()  # expect: TIP009": "a method of a plain agent object, which --confirm does not build",
     "self.dis_optimizer.step()  # expect: TIP009": "a helper taking the losses its caller built: synthetic tensors are no scalar losses",
     "self.dis_optimizer.step()  # safe: both backwards ran": "a helper taking the losses its caller built: synthetic tensors are no scalar losses",
     "self.gen_optimizer.step()  # safe: the same": "a helper taking the losses its caller built: synthetic tensors are no scalar losses",
