@@ -152,6 +152,9 @@ class CallEvaluator:
         self.i = cast("Interpreter", weakref.proxy(interp))
         self.modules = ModuleFactory(self.i)
         self.loop = TrainingLoop(self.i)
+        # The modules, optimizers and parameters runs handed this one, by identity (kept, so
+        # that an id stays theirs): one handed again is a new object (`_made_anew`).
+        self.handed_out: dict[int, Value] = {}
 
     # ----------------------------------------------------------------- dispatch
 
@@ -556,21 +559,31 @@ class CallEvaluator:
         return self.opaque_result(args, state)
 
     def as_assigned(self, module: Module, receiver_expr: cst.BaseExpression, state: State) -> Module:
-        """The object with the attributes this run gave it so far: a trainer's `train()` that
-        sets `self.model` and `self.optimizer`, then calls `self.optimize(batch)`, which reads
-        them. Only new ones: what the object had since `__init__` (which builds it as it goes)
-        stays as the instance knows it, open to what the rounds of a caller's loop change."""
+        """The object with the networks and optimizers this run gave it so far: a trainer's
+        `train()` that sets `self.model` and `self.optimizer`, then calls `self.optimize(batch)`,
+        which steps them. Only new attributes: what the object had since `__init__` (which
+        builds it as it goes) stays as the instance knows it, open to what the rounds of a
+        caller's loop change. One object per object and assignments: the memo keys runs by it."""
         owner = dotted(receiver_expr)
         if owner is None or module.instance is None or self.i.constructing:
             return module
         prefix = f"{owner}."
         attrs = module.instance.attrs
-        assigned = {
-            name[len(prefix) :]: value
+        assigned = tuple(
+            (name[len(prefix) :], value)
             for name, value in state.env.items()
-            if name.startswith(prefix) and "." not in name[len(prefix) :] and name[len(prefix) :] not in attrs
-        }
-        return _with_attrs(module, assigned) if assigned else module
+            if name.startswith(prefix)
+            and "." not in name[len(prefix) :]
+            and name[len(prefix) :] not in attrs
+            and any(isinstance(option, (Module, Optimizer)) for _, option in options_of(value))
+        )
+        if not assigned:
+            return module
+        key = (id(module.instance), module.ident, tuple((name, id(value)) for name, value in assigned))
+        known = self.i.engine.assigned_objects.get(key)
+        if known is None or known.instance is None or known.instance.cls is not module.instance.cls:
+            known = self.i.engine.assigned_objects[key] = _with_attrs(module, dict(assigned))
+        return known
 
     def grown_module(self, module: Module, method: str, args: Args) -> Module:
         items = list(module.items or ())
@@ -1545,7 +1558,10 @@ class CallEvaluator:
                 self.materialize(value.rest, summary, resolve, mapping, args, state) if value.rest is not None else None
             )
             return DictVal(entries, rest, fresh_id() if value.cell is not None else None)
-        value = _made_anew(value, summary, mapping, resolve)
+        if isinstance(value, (Module, Optimizer, Params)):
+            again = isinstance(value, Module) and id(value) in self.handed_out
+            self.handed_out[id(value)] = value
+            value = _made_anew(value, summary, mapping, resolve, again)
         if isinstance(value, Module) and value.config:
             config = tuple(
                 (name, self.materialize(item, summary, resolve, mapping, args, state)) for name, item in value.config
@@ -1736,13 +1752,16 @@ def _elements(expr: cst.BaseExpression | None) -> list[cst.BaseExpression] | Non
     return None
 
 
-def _made_anew(value: Value, summary: Summary, mapping: dict[int, Val], resolve: Callable[[Slot], Value]) -> Value:
-    """A module (or optimizer, or `parameters()`) the callee built, not one it was handed, is a
-    new object at each call: a factory called twice (`self.value_model_fn(nS, nA)` for two
-    Q-networks) returns two networks with their own parameters, though the memo ran it once.
-    Each parameter storage is renamed once per call (`mapping`, which the returned tensors share),
-    so that a module, its layers and the optimizers built over them still agree; an optimizer
-    over a module it was handed updates the caller's (`value_optimizer_fn(net)`)."""
+def _made_anew(
+    value: Value, summary: Summary, mapping: dict[int, Val], resolve: Callable[[Slot], Value], again: bool
+) -> Value:
+    """A module the callee built, not one it was handed, is a new object when the caller gets it
+    `again` from the same run: a factory lambda called for two Q-networks gives two networks
+    with their own parameters, though the memo ran it once. (The first one stays the run's own
+    object, which later runs handed it share in the memo.) Each parameter storage is renamed
+    once per call (`mapping`, which the returned tensors share), so that a module, its layers
+    and the optimizers built over them still agree; an optimizer or `parameters()` over a
+    module the callee was handed is over the caller's module (`value_optimizer_fn(net)`)."""
 
     def new(storage: int) -> frozenset[int]:
         slot = summary.slots.get(storage)
@@ -1753,9 +1772,9 @@ def _made_anew(value: Value, summary: Summary, mapping: dict[int, Val], resolve:
             given = sorted(reachable(resolve((index,))))
             return frozenset((given[rank],)) if rank < len(given) else frozenset((storage,))
         fresh = mapping.get(storage)
-        if fresh is None:
+        if fresh is None and again:
             fresh = mapping[storage] = Val(fresh_storage(), Grad.LEAF)
-        return fresh.storages
+        return fresh.storages if fresh is not None else frozenset((storage,))
 
     def renamed(storages: frozenset[int]) -> frozenset[int]:
         return frozenset().union(*map(new, storages))
@@ -1763,7 +1782,8 @@ def _made_anew(value: Value, summary: Summary, mapping: dict[int, Val], resolve:
     if isinstance(value, (Optimizer, Params)):
         return replace(value, storages=renamed(value.storages)) if value.storages else value
     if (
-        not isinstance(value, Module)
+        not again
+        or not isinstance(value, Module)
         or not value.params
         or value.params & (summary.slots.keys() | summary.module_slots.keys())
         or (value.instance is not None and not value.renamed)
@@ -1773,7 +1793,9 @@ def _made_anew(value: Value, summary: Summary, mapping: dict[int, Val], resolve:
         pairs = tuple((inner, min(new(outer))) for inner, outer in value.renamed)
         return replace(value, ident=fresh_id(), params=frozenset(n for _, n in pairs), renamed=pairs)
     items = (
-        tuple(_made_anew(item, summary, mapping, resolve) for item in value.items) if value.items is not None else None
+        tuple(_made_anew(item, summary, mapping, resolve, again) for item in value.items)
+        if value.items is not None
+        else None
     )
     return replace(value, ident=fresh_id(), params=renamed(value.params), items=items)
 

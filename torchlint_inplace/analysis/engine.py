@@ -96,6 +96,9 @@ class Engine:
         self._evaluating: set[tuple[str, str]] = set()
         self._top_levels: set[str] = set()  # the files whose top level is being run (`module_run`)
         self._active: dict[int, int] = {}  # id(FunctionDef) -> its runs now on the call stack
+        # An object with the networks a method assigned (`CallEvaluator.as_assigned`), one per
+        # object and assignments, so that the runs it is handed to stay one memo entry.
+        self.assigned_objects: dict[object, Module] = {}
 
     # ----------------------------------------------------------------- names
 
