@@ -13,7 +13,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from ..diagnostics import Related, Span
+from ..diagnostics import Position, Related, Span
 from .conditions import Condition
 from .model import Reason
 from .state import SaveRecord
@@ -174,7 +174,11 @@ def stale_reason(path: str, name: str, read_at: Span, held: bool, advice: str) -
 
 
 def kept_reason(owner: str, accessor: str, path: str, found: Located) -> Reason:
-    """`found`: the accessor's definition (in the file of the run that hands the tensor out)."""
+    """`found`: the accessor's definition (in the file of the run that hands the tensor out),
+    shown by its `def` line."""
+    if found is not None:
+        start = found[1].start
+        found = (found[0], Span(start, Position(start.line, start.column + len(f"def {accessor}"))))
     return Reason(
         f"it is a tensor `{owner}` keeps (held by an attribute of `self`) and `{accessor}`{_where(found, path)} hands "
         "out: the change stays in the object, so every later access to that item (the next epoch's) reads the "

@@ -1734,13 +1734,13 @@ class FunctionInterpreter:
             assert self.cls is not None and self.running is not None
             owner, accessor, defined, at, locate = (
                 self.cls.name,
-                self.running.name,
+                self.running,  # located by its whole definition: its name equals every other `__getitem__`'s
                 self.ctx.path,
                 site.path,
                 self.engine.locate,
             )
             hazard = Hazard(
-                True, lambda: kept_reason(owner, accessor.value, at, locate(accessor, defined)), silent=True
+                True, lambda: kept_reason(owner, accessor.name.value, at, locate(accessor, defined)), silent=True
             )
         if (
             hazard is None and target.expanded is not None and self.grad_enabled
