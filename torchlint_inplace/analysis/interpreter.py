@@ -480,8 +480,7 @@ class FunctionInterpreter:
             elements = self.unrolled(node.iter, iterable, state)
             runs_once = nonempty(iterable) or self.counts_up(node.iter, state)
             if not elements:
-                element = self.iteration_element(node.iter, iterable, state)
-                element = self.unpassed_element(node.iter, element, state)
+                element = self.iteration_element(node.iter, iterable, state, unpassed=True)
                 rounds = 2 if self.loop_depth < _MAX_LOOP_NESTING else 1
                 elements = [in_round(element, (id(node), index)) for index in range(rounds)]
                 unrolled = False
@@ -526,26 +525,6 @@ class FunctionInterpreter:
         if node.orelse is not None and not merged.dead:
             merged = self.exec_block(node.orelse.body, merged)
         return merged
-
-    def unpassed_element(self, iterable: cst.BaseExpression, element: Value, state: State) -> Value:
-        """An element of an argument nobody passed is as unknown as the argument: writing it
-        (`for t, m, s in zip(tensor, mean, std): t.sub_(m)`, torchvision's old `normalize`)
-        writes what the callers pass, which they decide."""
-
-        def unpassed(expr: cst.BaseExpression, item: Value) -> Value:
-            given = state.env.get(expr.value) if isinstance(expr, cst.Name) and expr.value in self.param_names else None
-            return given if isinstance(given, Sym) else item
-
-        if (
-            isinstance(iterable, cst.Call)
-            and isinstance(iterable.func, cst.Name)
-            and iterable.func.value == "zip"
-            and isinstance(element, Val)
-            and element.items is not None
-        ):
-            parts = [arg.value for arg in iterable.args if not keyword_of(arg)]
-            return replace(element, items=tuple(map(unpassed, parts, element.items)))
-        return unpassed(iterable, element)
 
     def unrolled(self, expr: cst.BaseExpression, iterable: Value, state: State) -> list[Value]:
         """The elements a loop binds in order, when its containers' items are known and few:
@@ -1331,8 +1310,7 @@ class FunctionInterpreter:
         for pending in (first, *first.later) if first is not None else ():
             if not consistent(pending.condition | state.condition):
                 continue  # only after a write on a path this one excludes (eval vs training)
-            entries = _entries(state.env.get(name)) if pending.twice else []
-            if pending.twice and sum(any(t.storages & pending.held for t in tensors_in(e)) for e in entries) < 2:
+            if pending.twice and not _held_twice(state.env.get(name), pending.held):
                 _stale(state, name, replace(pending, later=()))  # still one entry: the write meant to update it
                 continue
             reason = partial(_stale_read, self.ctx, name, node, bool(pending.held), pending.advice)
@@ -1519,16 +1497,28 @@ class FunctionInterpreter:
             return Val(items=tuple(self.eval(arg.value, state) for arg in iterable.args if not keyword_of(arg)))
         return self.eval(iterable, state)
 
-    def iteration_element(self, iterable: cst.BaseExpression, value: Value, state: State) -> Value:
-        """What one iteration binds: `enumerate(x)` gives (index, element), `zip(a, b)` a tuple."""
+    def iteration_element(
+        self, iterable: cst.BaseExpression, value: Value, state: State, unpassed: bool = False
+    ) -> Value:
+        """What one iteration binds: `enumerate(x)` gives (index, element), `zip(a, b)` a tuple.
+        With `unpassed` (a `for` loop), an element of an argument nobody passed, directly or
+        zipped, is as unknown as the argument: writing it (`for t, m, s in zip(tensor, mean,
+        std): t.sub_(m)`, torchvision's old `normalize`) writes what the callers pass."""
+
+        def element(part: Value, expr: cst.BaseExpression) -> Value:
+            if unpassed and isinstance(part, Sym) and isinstance(expr, cst.Name) and expr.value in self.param_names:
+                return part
+            return element_of(part, expr)
+
         if (
             isinstance(iterable, cst.Call)
             and isinstance(iterable.func, cst.Name)
             and iterable.func.value in ("enumerate", "zip", "reversed")
         ):
             arguments = [arg.value for arg in iterable.args if not keyword_of(arg)]
+            pick = element if iterable.func.value == "zip" else element_of
             parts = (
-                [element_of(part, loop) for part, loop in zip(value.items or (), arguments, strict=False)]
+                [pick(part, loop) for part, loop in zip(value.items or (), arguments, strict=False)]
                 if isinstance(value, Val)
                 else []
             )
@@ -1537,7 +1527,7 @@ class FunctionInterpreter:
             if iterable.func.value == "zip":
                 return Val(items=tuple(parts))
             return parts[0] if parts else NOT_TENSOR
-        return element_of(value, iterable)
+        return element(value, iterable)
 
     def eval_comprehension(
         self, expr: cst.ListComp | cst.GeneratorExp | cst.SetComp | cst.DictComp, state: State
@@ -2195,6 +2185,12 @@ def _entries(container: Value | None) -> list[Value]:
     if isinstance(container, DictVal):
         return container.values()
     return list(container.items or ()) if isinstance(container, Val) else []
+
+
+def _held_twice(container: Value | None, storages: frozenset[int]) -> bool:
+    """Whether two entries of a dict or list hold the tensor (`batch["input_ids"]` and
+    `batch["labels"]`)."""
+    return sum(any(t.storages & storages for t in tensors_in(entry)) for entry in _entries(container)) >= 2
 
 
 def _stale(state: State, name: str, pending: PendingWrite) -> None:
