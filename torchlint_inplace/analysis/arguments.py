@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from .syntax import is_integer_annotation, keyword_of
+from .syntax import is_integer_annotation, keyword_of, positional_params
 from .values import NOT_TENSOR, DictVal, Module, Val, Value, as_integer, collapse, tensors_in
 
 if TYPE_CHECKING:
@@ -147,17 +147,17 @@ class Binding:
 
 def bind(func: cst.FunctionDef, args: Args, skip: int) -> Binding:
     params = func.params
-    positional_params = [*params.posonly_params, *params.params][skip:]
+    positional = positional_params(func)[skip:]
     values: dict[str, Value] = {}
     exprs: dict[str, cst.BaseExpression | None] = {}
     extra: list[Value] = []
     for index, value in enumerate(args.positional):
-        if index < len(positional_params):
-            name = positional_params[index].name.value
+        if index < len(positional):
+            name = positional[index].name.value
             values[name], exprs[name] = value, args.positional_exprs[index]
         else:
             extra.append(value)
-    keyword_params = {param.name.value for param in (*positional_params, *params.kwonly_params)}
+    keyword_params = {param.name.value for param in (*positional, *params.kwonly_params)}
     rest: dict[str, Value] = {}
     for name, value in args.keywords.items():
         if name in keyword_params:
@@ -172,8 +172,8 @@ def bind(func: cst.FunctionDef, args: Args, skip: int) -> Binding:
         values[params.star_kwarg.name.value] = DictVal(
             tuple((key, value) for key, value in rest.items() if not key.startswith("\0"))
         )
-    for param in (*positional_params, *params.kwonly_params):
+    for param in (*positional, *params.kwonly_params):
         if param.name.value in values and is_integer_annotation(param.annotation):
             values[param.name.value] = as_integer(values[param.name.value])
-    missing = [param for param in (*positional_params, *params.kwonly_params) if param.name.value not in values]
+    missing = [param for param in (*positional, *params.kwonly_params) if param.name.value not in values]
     return Binding(values, exprs, missing)

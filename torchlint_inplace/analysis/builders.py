@@ -53,7 +53,7 @@ import libcst as cst
 
 from .params import tensor_parameters
 from .project import FileContext
-from .syntax import child_nodes, literal
+from .syntax import child_nodes, literal, named_params
 
 # Methods that move Python values (dict, list, str, logging) or keep a module's books without
 # running it: the only methods a builder calls on what it holds. Any other may be a module held
@@ -145,7 +145,7 @@ def _builder_call(ctx: FileContext, call: cst.Call, held: set[str]) -> bool:
 
 def _parameters(function: cst.FunctionDef) -> set[str]:
     params = function.params
-    named = [*params.posonly_params, *params.params, *params.kwonly_params]
+    named = named_params(function)
     named += [param for param in (params.star_arg, params.star_kwarg) if isinstance(param, cst.Param)]
     return {param.name.value for param in named}
 

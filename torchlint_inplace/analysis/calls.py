@@ -30,7 +30,7 @@ from .modules import ModuleFactory
 from .python_types import class_name, isinstance_of_known, partial_attribute
 from .state import PendingWrite, SaveRecord, Site, State, Step, next_order
 from .summaries import ParamWrite, Slot, Summary
-from .syntax import if_tests_around, literal, names_read
+from .syntax import if_tests_around, literal, names_read, positional_params
 from .training import TrainingLoop, looks_like_optimizer
 from .values import (
     NOT_TENSOR,
@@ -422,7 +422,7 @@ class CallEvaluator:
         if not isinstance(hook, Func) or hook.ref is None or module.kind is None or not args.tensors():
             return
         condition = self.modules.input_write(module, state)
-        positional = [*hook.ref.node.params.posonly_params, *hook.ref.node.params.params]
+        positional = positional_params(hook.ref.node)
         positional = positional[1:] if hook.bound is not None else positional
         if condition is None or len(positional) < 2 or not self.i.grad_enabled:
             return

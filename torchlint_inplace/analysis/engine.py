@@ -34,7 +34,7 @@ from .project import FileContext, Project, key_of
 from .shared import shared
 from .state import ModuleHooks, State, next_order
 from .summaries import Summary, SummaryRecorder
-from .syntax import annotation_text, descendants
+from .syntax import annotation_text, descendants, named_params, positional_params
 from .values import (
     NOT_TENSOR,
     OUTER,
@@ -357,7 +357,7 @@ class Engine:
         if isinstance(bound, Module) and bound.renamed and bound.instance is not None:
             bound = replace(bound, params=bound.instance.params, renamed=())  # runs on the instance's own
         if skip:
-            first = [*ref.node.params.posonly_params, *ref.node.params.params][:1]
+            first = positional_params(ref.node)[:1]
             if first:
                 binding.values = {first[0].name.value: bound if bound is not None else NOT_TENSOR, **binding.values}
                 binding.exprs = {first[0].name.value: None, **binding.exprs}
@@ -627,7 +627,7 @@ class Engine:
             return instance
         self_value = Module(None, info.name, instance=instance, params=fresh_storage())
         ctx = self.project.file(Path(init.path)) or interp.ctx
-        first = [*init.node.params.posonly_params, *init.node.params.params][:1]
+        first = positional_params(init.node)[:1]
         full = Binding({**({first[0].name.value: self_value} if first else {}), **binding.values}, {}, [])
         summary = self.execute(ctx, init, full, instance, True, interp.depth + 1, True, {}, state.hooked)
         final = dict(summary.self_updates)
@@ -782,7 +782,7 @@ class Engine:
         star = node.params.star_arg
         if not isinstance(star, cst.Param) or cls is None or not is_entry(node, cls, self.is_module(cls)):
             return Args(keywords=keywords)
-        declared = [param.name.value for param in (*node.params.posonly_params, *node.params.params)][1:]
+        declared = [param.name.value for param in positional_params(node)][1:]
         if any(name not in keywords for name in declared) or star.annotation is not None:
             return Args(keywords=keywords)
         rest = {name: value for name, value in keywords.items() if name not in declared}
@@ -799,7 +799,7 @@ class Engine:
         tensors = tensor_parameters(node, cls, is_module)
         entry = is_entry(node, cls, is_module)
         lists = set(tensor_list_parameters(node, entry))
-        params = [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]
+        params = named_params(node)
         if cls is not None and params and not (_is_static(node) and node.name.value not in ("forward", "backward")):
             params = params[1:]
         values: dict[str, Value] = {}

@@ -61,6 +61,7 @@ from .syntax import (
     names_read,
     never_tensor_operand,
     operand_exprs,
+    positional_params,
     string_index,
 )
 from .values import (
@@ -246,7 +247,7 @@ class FunctionInterpreter:
         if self.inference is None and function_inference_mode(node, self.ctx.imports):
             self.inference = self.entered_here()
         if self.cls is not None and self.cls.is_autograd_function and node.name.value == "forward":
-            positional = [*node.params.posonly_params, *node.params.params]
+            positional = positional_params(node)
             self.ctx_name = positional[0].name.value if positional else None
             self.contract = FunctionContract(self.ctx, {name: reachable(value) for name, value in params.items()})
         final = self.exec_block(node.body, state)
@@ -279,7 +280,7 @@ class FunctionInterpreter:
     def stored_by_receiver(self, node: cst.FunctionDef, params: dict[str, Value]) -> frozenset[int]:
         """The storages of the tensors the receiver's attributes hold (`self.boxes`, a list of
         them): a dataset's samples, which `__getitem__` must hand out as stored."""
-        positional = [*node.params.posonly_params, *node.params.params]
+        positional = positional_params(node)
         receiver = params.get(positional[0].name.value) if positional else None
         if not isinstance(receiver, Module) or receiver.instance is None:
             return frozenset()

@@ -68,6 +68,16 @@ def literal(expr: cst.BaseExpression) -> bool | None:
     return None
 
 
+def positional_params(func: cst.FunctionDef) -> list[cst.Param]:
+    """The parameters a positional argument can bind: positional-only ones first, in order."""
+    return [*func.params.posonly_params, *func.params.params]
+
+
+def named_params(func: cst.FunctionDef) -> list[cst.Param]:
+    """The parameters a caller can name (not `*args`, `**kwargs`)."""
+    return [*positional_params(func), *func.params.kwonly_params]
+
+
 def is_self(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "self"
 

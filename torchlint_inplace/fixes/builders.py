@@ -36,6 +36,7 @@ import libcst as cst
 
 from ..analysis.hazards import RAISES_NOW_LEAF
 from ..analysis.model import FileAnalysis, Mutation
+from ..analysis.syntax import named_params
 from ..analysis.torch_facts import torch_facts
 from ..diagnostics import Applicability, Edit, Fix, Span
 from .source_index import SourceIndex, descendants, index_of, rebindable, written_expression
@@ -319,14 +320,8 @@ def _function_and_parameter(node: cst.CSTNode, index: SourceIndex) -> tuple[cst.
     function = index.ancestor(node, cst.FunctionDef)
     if not isinstance(written, cst.Name) or not isinstance(function, cst.FunctionDef):
         return None
-    parameters = {param.name.value for param in _named_parameters(function)}
+    parameters = {param.name.value for param in named_params(function)}
     return (function, written.value) if written.value in parameters else None
-
-
-def _named_parameters(function: cst.FunctionDef) -> tuple[cst.Param, ...]:
-    """Its parameters that a caller can name (not `*args`, `**kwargs`)."""
-    params = function.params
-    return (*params.posonly_params, *params.params, *params.kwonly_params)
 
 
 def _prologue(function: cst.FunctionDef, text: str, index: SourceIndex) -> Edit:
@@ -362,7 +357,7 @@ def argument_write(mutation: Mutation, index: SourceIndex) -> Fix | None:
 def _defaults_to_none(function: cst.FunctionDef, name: str) -> bool:
     return any(
         param.name.value == name and isinstance(param.default, cst.Name) and param.default.value == "None"
-        for param in _named_parameters(function)
+        for param in named_params(function)
     )
 
 
