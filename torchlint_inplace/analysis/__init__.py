@@ -35,7 +35,8 @@ def analyze(module: cst.Module, path: str, project: Project | None = None, previ
         found = engine.analyze(ctx)
         registries = project.registries_of(ctx)
         if registries or engine.needs_callers(ctx):
-            found.extend(_from_callers(project, ctx, engine.writes_arguments(ctx), registries))
+            through = engine.steps_unknown(ctx)
+            found.extend(_from_callers(project, ctx, engine.writes_arguments(ctx), registries, through))
     mutations = _one_per_write(mutation for mutation in found if key_of(mutation.path) == key_of(path))
     dependencies = frozenset(project.dependencies - {key_of(path)})
     return FileAnalysis(path, module, mutations, preview, dependencies, frozenset(project.scanned_roots))
@@ -51,7 +52,7 @@ CALLER_LEVELS = 2
 
 
 def _from_callers(
-    project: Project, ctx: FileContext, writes_arguments: bool, registries: list[FileContext]
+    project: Project, ctx: FileContext, writes_arguments: bool, registries: list[FileContext], through: bool
 ) -> list[Mutation]:
     """What the checked file's callers prove about it. Where it writes its arguments, whose
     owner may be further up: a caller whose own runs with it write their arguments or use ones
@@ -62,12 +63,13 @@ def _from_callers(
     used as an object) are answered by the nearest callers: following them further cost timm
     85% for nothing found. Classes the file registers (`@NECKS.register_module()`) are built
     by the callers of the registry's file, through the packages exporting its builders
-    (`from mmdet.models import build_neck`)."""
+    (`from mmdet.models import build_neck`). `through`: packages are read through on other
+    questions too (a trainer stepping the optimizer its script gives it, `import config`)."""
     checked = key_of(ctx.path)
     found: list[Mutation] = []
     seen = {checked} | {key_of(registry.path) for registry in registries}
     frontier = deque([ctx, *registries])
-    through_packages = writes_arguments or bool(registries)
+    through_packages = writes_arguments or bool(registries) or through
     for _ in range(CALLER_LEVELS if writes_arguments else 1):
         passing: list[FileContext] = []
         read = 0  # callers of this level, at most MAX_CALLER_FILES with those through packages

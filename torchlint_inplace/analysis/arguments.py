@@ -61,6 +61,12 @@ class Args:
             self.open,
         )
 
+    def after_first(self) -> Args:
+        """The arguments after the first positional one (`Base.forward(self, x)`: after `self`)."""
+        return Args(
+            self.positional[1:], self.positional_exprs[1:], dict(self.keywords), dict(self.keyword_exprs), self.open
+        )
+
     def with_keywords(self, keywords: dict[str, Value]) -> Args:
         """Keywords given earlier (a `partial`'s) under the call's own."""
         merged = {**keywords, **self.keywords}

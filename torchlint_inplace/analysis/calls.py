@@ -53,6 +53,7 @@ from .values import (
     Value,
     as_tensor,
     collapse,
+    deep_copied,
     element_of,
     fresh_id,
     fresh_storage,
@@ -124,6 +125,8 @@ _DICT_METHODS = frozenset({"get", "values", "items", "keys", "update", "setdefau
 _MAPPING_READERS = frozenset({"get", "values", "items", "keys"})
 # Classes whose instances are their constructor's keywords, read as attributes.
 _NAMESPACE_CLASSES = frozenset({"types.SimpleNamespace", "argparse.Namespace"})
+# What a name bound in this run can hold that a call of it runs (not a tensor, list or dict).
+_CALLABLE_VALUES = (Klass, Func, Partial, Module)
 # Functions that return their last argument unchanged: a type checker's view, not a new value.
 _TYPE_CASTS = frozenset({"typing.cast", "typing_extensions.cast"})
 _CONTAINER_GROWERS = frozenset({"append", "extend", "insert", "add_module", "register_module", "update"})
@@ -164,11 +167,22 @@ class CallEvaluator:
         if qualname in _TYPE_CASTS:  # `cast(list[Tensor], xs)` is `xs`
             args = self.arguments(call, state)
             return args.positional[-1] if args.positional else NOT_TENSOR
+        if qualname == "copy.deepcopy" and len(call.args) == 1:
+            args = self.arguments(call, state)
+            copied = deep_copied(args.positional[0], call) if args.positional else None
+            if copied is not None:
+                return copied
+            if isinstance(func, cst.Attribute):  # a module or an object: as any library call
+                return self.call_on(self.i.eval(func.value, state), func.value, func.attr.value, call, args, state)
+            return self.call_value(self.i.eval(func, state), call, args, state)
         if qualname is not None and qualname.split(".")[0] in ("torch", "functools", "itertools", "types", "argparse"):
             short = qualname.rsplit(".", 1)[-1]
             like = short.endswith("_like") and self.i.facts.is_factory(short)  # `torch.zeros_like(x)`
             args = self.arguments(call, state, first_unread=like)
             return self.call_value(self.i.engine.torch_value(qualname), call, args, state)
+        if isinstance(func, cst.Attribute) and _callable(state.env.get(dotted(func) or "")):
+            callee = self.i.eval(func, state)  # `self.model(config=self)`: the class a method bound to it
+            return self.call_value(callee, call, self.arguments(call, state), state)
         if isinstance(func, cst.Attribute):
             method = func.attr.value
             if method in RECEIVER_METADATA_METHODS or (
@@ -211,7 +225,11 @@ class CallEvaluator:
                     return self.call_builtin(callee.qualname[9:], call, args, state)
                 return self.call_torch(callee.qualname, call, args, state)
             if isinstance(callee.ref, FunctionRef):
-                return self.call_project(callee.ref, call, args, state, callee.bound, closure=callee.closure)
+                ref, bound = callee.ref, callee.bound
+                first = args.positional[0] if args.positional else None
+                if bound is None and _unbound_method(ref) and is_project_object(first):
+                    bound, args = first, args.after_first()  # `Config.train(con)`: its first argument is `self`
+                return self.call_project(ref, call, args, state, bound, closure=callee.closure)
         return self.opaque_result(args, state)
 
     def each_option(
@@ -563,7 +581,8 @@ class CallEvaluator:
         `train()` that sets `self.model` and `self.optimizer`, then calls `self.optimize(batch)`,
         which steps them. Only new attributes: what the object had since `__init__` (which
         builds it as it goes) stays as the instance knows it, open to what the rounds of a
-        caller's loop change. One object per object and assignments: the memo keys runs by it."""
+        caller's loop change, unless it was a placeholder (`self.optimizer = None`). One object per
+        object and assignments: the memo keys runs by it."""
         owner = dotted(receiver_expr)
         if owner is None or module.instance is None or self.i.constructing:
             return module
@@ -574,7 +593,7 @@ class CallEvaluator:
             for name, value in state.env.items()
             if name.startswith(prefix)
             and "." not in name[len(prefix) :]
-            and name[len(prefix) :] not in attrs
+            and _placeholder(attrs.get(name[len(prefix) :]))
             and any(isinstance(option, (Module, Optimizer)) for _, option in options_of(value))
         )
         if not assigned:
@@ -1400,9 +1419,13 @@ class CallEvaluator:
             binding.values.get("self") if bound is None and binding.exprs.get("self", call) is None else None
         )
         if summary.self_updates and (bound is not None or is_project_object(enclosed_self)):
+            # What the callee only read is the caller's already: `self.valid(self.trainModel)`
+            # in an epoch loop hands back the very model, not a new one each round.
+            had = bound.instance.attrs if isinstance(bound, Module) and bound.instance is not None else {}
             updates = {
                 name: self.materialize(value, summary, resolve, mapping, passed, state)
                 for name, value in summary.self_updates.items()
+                if had.get(name) != value
             }
             if bound is None:
                 self.update_enclosed(cast(Module, enclosed_self), updates, state)
@@ -1798,6 +1821,20 @@ def _made_anew(
         else None
     )
     return replace(value, ident=fresh_id(), params=renamed(value.params), items=items)
+
+
+def _callable(value: Value | None) -> bool:
+    return value is not None and all(isinstance(option, _CALLABLE_VALUES) for _, option in options_of(value))
+
+
+def _unbound_method(ref: FunctionRef) -> bool:
+    """A method taken from its class, not from an object: the caller passes `self` first."""
+    return ref.cls is not None and not ref.is_static and not ref.is_classmethod
+
+
+def _placeholder(attr: Value | None) -> bool:
+    """An attribute `__init__` did not set, or set to None for a later method to fill."""
+    return attr is None or attr == Const(None)
 
 
 def _with_attrs(held: Module, updates: dict[str, Value]) -> Module:

@@ -32,7 +32,7 @@ from .model import Mutation
 from .params import function_grad_enabled, is_entry, tensor_list_parameters, tensor_parameters
 from .project import FileContext, Project, key_of
 from .shared import shared
-from .state import ModuleHooks, State, next_order
+from .state import ModuleHooks, State, Step, next_order
 from .summaries import Summary, SummaryRecorder
 from .syntax import annotation_text, descendants, named_params, positional_params
 from .values import (
@@ -717,16 +717,31 @@ class Engine:
     def needs_callers(self, ctx: FileContext) -> bool:
         """A function of the file writes its argument, builds an in-place module, makes a
         finding only its callers can prove (its argument's grad is not known here), uses an
-        argument nobody here passes, or writes in place where a caller's module backward hook
-        would forbid it: whether that breaks anything depends on its callers."""
+        argument nobody here passes, steps an optimizer it does not know, or writes in place
+        where a caller's module backward hook would forbid it: whether that breaks anything
+        depends on its callers."""
         mine = self.runs_of(ctx)
+        return (
+            any(
+                summary.writes_arguments
+                or summary.builds_inplace
+                or summary.blind
+                or any(not m.certain for m in summary.mutations)
+                for summary in mine
+            )
+            or self.steps_unknown(ctx)
+            or (any(summary.hookable for summary in mine) and self.project.hooks_modules(ctx))
+        )
+
+    def steps_unknown(self, ctx: FileContext) -> bool:
+        """A run of the file steps an optimizer whose parameters it does not know: a trainer's
+        `self.optimizer`, set to None by `__init__` and built by a method its script calls first
+        (`con.set_train_model(TransE)`, then `con.train()`)."""
         return any(
-            summary.writes_arguments
-            or summary.builds_inplace
-            or summary.blind
-            or any(not m.certain for m in summary.mutations)
-            for summary in mine
-        ) or (any(summary.hookable for summary in mine) and self.project.hooks_modules(ctx))
+            isinstance(event, Step) and event.storages is None
+            for summary in self.runs_of(ctx)
+            for event in summary.training
+        )
 
     def writes_arguments(self, ctx: FileContext, through: str | None = None) -> bool:
         """A function of the file writes its arguments, or ones nobody here passes (`through`:

@@ -1798,6 +1798,11 @@ class FunctionInterpreter:
                     _stale(state, name, pending)
                 elif is_container(value) and any(item is held for item in _entries(value)):
                     _stale(state, name, replace(pending, held=target.storages, twice=True))
+                elif _detached_from(value, target):
+                    # `last = x[:, -1:].detach()` kept to add back after `x[...] -= last`:
+                    # `.detach()` shares memory, so the write changed what it holds too.
+                    advice = f"`.clone()` `{name}` where it is taken: `.detach()` shares memory with `{written}`"
+                    _stale(state, name, replace(pending, advice=advice))
 
     def hazard_of(self, target: Val, state: State, node: cst.CSTNode, written: str) -> Hazard | None:
         """Why writing `target` (at `node`, in this run's file) breaks, if it does."""
@@ -2192,6 +2197,11 @@ def _held_twice(container: Value | None, storages: frozenset[int]) -> bool:
     """Whether two entries of a dict or list hold the tensor (`batch["input_ids"]` and
     `batch["labels"]`)."""
     return sum(any(t.storages & storages for t in tensors_in(entry)) for entry in _entries(container)) >= 2
+
+
+def _detached_from(value: Value, target: Val) -> bool:
+    """A `.detach()` of the written tensor or of a part of it, kept under another name."""
+    return isinstance(value, Val) and value.hidden == "detach" and bool(value.storages & target.storages)
 
 
 def _stale(state: State, name: str, pending: PendingWrite) -> None:

@@ -9,6 +9,7 @@ memory bound, for the rest of the run; nothing is imported or executed.
 
 from __future__ import annotations
 
+import ast
 import functools
 import os
 import re
@@ -812,15 +813,55 @@ def absolute_import_bases(here: Path) -> list[Path]:
 
 
 def _module_file(base: Path, module: str, name: str) -> tuple[Path, str] | None:
-    """The file `from <base>.<module> import <name>` reads `name` from, and the name there: a
-    module of that package when there is one (`from pkg import mod`, `from . import layers`),
-    else the package's or module's own file."""
+    """The file `from <base>.<module> import <name>` reads `name` from, and the name there: as
+    Python looks it up, the package's own attribute first (`models/__init__.py` binding the class
+    `TransE` of its module `models/TransE.py`), then a module of that package (`from pkg import
+    mod`, `from . import layers`), else the package's or module's own file."""
     folder = base.joinpath(*module.split(".")) if module else base
     for candidate in (folder / f"{name}.py", folder / name / "__init__.py"):
         if candidate.is_file():
+            package = folder / "__init__.py"
+            if name in _attributes_bound(package):  # `from .TransE import TransE` in it: the class
+                return package, name
             return candidate, ""
     if module:
         for candidate in (folder.with_suffix(".py"), folder / "__init__.py"):
             if candidate.is_file():
                 return candidate, name
     return None
+
+
+def _attributes_bound(package: Path) -> frozenset[str]:
+    """The names a package's `__init__.py` binds at its top level to something other than one of
+    its own modules: definitions, assignments, `from .x import name`. Read with `ast` (the file
+    may never be analysed), once per version of the file."""
+    try:
+        stat = package.stat()
+    except OSError:
+        return frozenset()
+    return _top_level_attributes(str(package), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _top_level_attributes(path: str, _mtime_ns: int, _size: int) -> frozenset[str]:
+    own = Path(path).parent.name  # `from augment import functional` in augment/: its own module
+    try:
+        tree = ast.parse(Path(path).read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return frozenset()
+    names: set[str] = set()
+    todo = list(tree.body)
+    while todo:
+        statement = todo.pop()
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(statement.name)
+        elif isinstance(statement, ast.ImportFrom) and (statement.module or own).rsplit(".", 1)[-1] != own:
+            names.update(alias.asname or alias.name for alias in statement.names if alias.name != "*")
+        elif isinstance(statement, (ast.Assign, ast.AnnAssign)):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            names.update(target.id for target in targets if isinstance(target, ast.Name))
+        elif isinstance(statement, (ast.If, ast.Try)):
+            todo.extend(statement.body + statement.orelse)
+            todo.extend(statement.finalbody if isinstance(statement, ast.Try) else [])
+            todo.extend(child for handler in getattr(statement, "handlers", []) for child in handler.body)
+    return frozenset(names)

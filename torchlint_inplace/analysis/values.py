@@ -406,13 +406,14 @@ def _bound_when(a: Val, b: Val, when_a: Condition, when_b: Condition) -> tuple[t
 
 
 def _merge_tensors(a: Val, b: Val) -> Val:
+    hidden, origin = _merged_alias(a, b)
     return Val(
         storages=a.storages | b.storages,
         grad=max(a.grad, b.grad),
-        origin=a.origin or b.origin,
+        origin=origin,
         strided=a.strided and b.strided,
         expanded=a.expanded or b.expanded,
-        hidden=a.hidden if a.hidden == b.hidden else None,
+        hidden=hidden,
         multi_view=a.multi_view or b.multi_view,
         dtype=a.dtype if a.dtype == b.dtype else None,
         fresh_buffer=a.fresh_buffer and b.fresh_buffer,
@@ -423,6 +424,50 @@ def _merge_tensors(a: Val, b: Val) -> Val:
         cloned=a.cloned and b.cloned,
         round=a.round if a.round == b.round else None,
     )
+
+
+def _merged_alias(a: Val, b: Val) -> tuple[str | None, cst.CSTNode | None]:
+    """How the merged tensor aliases, and where it was made. A `state_dict()` snapshot met by a
+    tensor that aliases nothing (`copy.deepcopy(model.state_dict())` on the other path) stays a
+    snapshot, made where it was taken: on its own path the next step still moves it."""
+    if a.hidden != b.hidden:
+        for kept, other in ((a, b), (b, a)):
+            if kept.hidden == SNAPSHOT and other.hidden is None:
+                return SNAPSHOT, kept.origin
+        return None, a.origin or b.origin
+    return a.hidden, a.origin or b.origin
+
+
+def deep_copied(value: Value, origin: cst.CSTNode) -> Value | None:
+    """What `copy.deepcopy(value)` returns: the same tuples, lists and dicts holding new tensors
+    that alias nothing (one per storage: tensors that shared memory share their copy's), with
+    no graph; None for a value it does not model (a module, an object)."""
+    copies: dict[int, frozenset[int]] = {}
+
+    def all_copied(values: Iterable[Value]) -> tuple[Value, ...] | None:
+        copied = [copy(item) for item in values]
+        kept = tuple(item for item in copied if item is not None)
+        return kept if len(kept) == len(copied) else None
+
+    def copy(item: Value) -> Value | None:
+        if isinstance(item, Val):
+            items = all_copied(item.items) if item.items is not None else None
+            if item.items is not None and items is None:
+                return None
+            if not item.storages:
+                return Val(items=items)
+            storages = frozenset().union(*(copies.setdefault(storage, fresh_storage()) for storage in item.storages))
+            grad = Grad.LEAF if item.grad is Grad.LEAF else Grad.NO
+            return Val(storages, grad, origin=origin, dtype=item.dtype, items=items)
+        if isinstance(item, DictVal):
+            values = all_copied(item.values())
+            if values is None:
+                return None
+            entries = tuple((key, copied) for (key, _), copied in zip(item.entries, values, strict=False))
+            return DictVal(entries, values[-1] if item.rest is not None else None)
+        return item if isinstance(item, Const) else None
+
+    return copy(collapse(value))
 
 
 def in_round(value: Value, round: tuple[int, int]) -> Value:
