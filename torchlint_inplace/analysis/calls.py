@@ -600,9 +600,10 @@ class CallEvaluator:
             return module
         key = (id(module.instance), module.ident, tuple((name, id(value)) for name, value in assigned))
         known = self.i.engine.assigned_objects.get(key)
-        if known is None or known.instance is None or known.instance.cls is not module.instance.cls:
-            known = self.i.engine.assigned_objects[key] = _with_attrs(module, dict(assigned))
-        return known
+        if known is None:
+            # the objects whose ids make the key are kept with it: a freed one's id may be reused
+            known = self.i.engine.assigned_objects[key] = (_with_attrs(module, dict(assigned)), (module, assigned))
+        return known[0]
 
     def grown_module(self, module: Module, method: str, args: Args) -> Module:
         items = list(module.items or ())
@@ -1317,6 +1318,8 @@ class CallEvaluator:
             value = collapse(resolve(write.slot))
             if not is_tensor_val(value):
                 continue
+            if write.hidden is not None:
+                value = value.detached(write.hidden)
             argument = exprs[_argument(write.slot)] if _argument(write.slot) < len(exprs) else None
             condition = write.condition
             if write.via_activation:
@@ -1421,7 +1424,9 @@ class CallEvaluator:
         if summary.self_updates and (bound is not None or is_project_object(enclosed_self)):
             # What the callee only read is the caller's already: `self.valid(self.trainModel)`
             # in an epoch loop hands back the very model, not a new one each round.
-            had = bound.instance.attrs if isinstance(bound, Module) and bound.instance is not None else {}
+            had = dict(bound.instance.attrs) if isinstance(bound, Module) and bound.instance is not None else {}
+            if bound is not None and _same_self(bound, state):  # what this run bound to `self.<name>`
+                had.update((name[5:], value) for name, value in state.env.items() if name.startswith("self."))
             updates = {
                 name: self.materialize(value, summary, resolve, mapping, passed, state)
                 for name, value in summary.self_updates.items()

@@ -98,7 +98,7 @@ class Engine:
         self._active: dict[int, int] = {}  # id(FunctionDef) -> its runs now on the call stack
         # An object with the networks a method assigned (`CallEvaluator.as_assigned`), one per
         # object and assignments, so that the runs it is handed to stay one memo entry.
-        self.assigned_objects: dict[object, Module] = {}
+        self.assigned_objects: dict[object, tuple[Module, object]] = {}
 
     # ----------------------------------------------------------------- names
 
@@ -293,7 +293,10 @@ class Engine:
         return any(owner.torch_bases() for owner in self.mro(info))
 
     def subclass_of(self, info: ClassInfo, base: ClassInfo) -> bool:
-        return base in self.mro(info)
+        """By file and name, not identity: a file read again after its tree was forgotten
+        defines the same classes anew."""
+        wanted = (key_of(base.path), base.name)
+        return any((key_of(owner.path), owner.name) == wanted for owner in self.mro(info))
 
     def super_of(self, interp: Interpreter) -> Value:
         """`super()` inside a method: the rest of the class's bases, bound to the same `self`."""

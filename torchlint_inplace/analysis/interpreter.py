@@ -1707,6 +1707,7 @@ class FunctionInterpreter:
                     calls,
                     nested,
                     bool(target.storages & self.copied),
+                    target.hidden,
                 ),
             )
         if self.contract is not None:

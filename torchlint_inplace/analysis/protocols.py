@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 class Engine(Protocol):
     project: Project
-    assigned_objects: dict[object, Module]
+    assigned_objects: dict[object, tuple[Module, object]]
 
     def grad_enabled(self, ctx: FileContext, node: cst.FunctionDef, cls: ClassInfo | None) -> bool: ...
     def global_value(self, ctx: FileContext, name: str) -> Value: ...

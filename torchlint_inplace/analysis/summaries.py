@@ -47,6 +47,9 @@ class ParamWrite:
     # x.clone()`, then `x[i] = ...`): rewriting its argument is its job, and the caller's later
     # reads are the point.
     deliberate: bool = False
+    # Written through an alias autograd does not track (`tensor.data.uniform_()` in an init
+    # helper): the caller's leaf is written as through its own `.data`, which torch allows.
+    hidden: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "condition", shared(self.condition))  # kept by the memo: one object per condition
