@@ -61,6 +61,9 @@ UNPROVABLE = {
         "the reader is the dataset's next `__getitem__` of the same item: one call of the helper on a synthetic sample"
         " reads nothing stale"
     ),
+    "boxes += 0.5  # expect: TIP007": (
+        "the reader is the caller's second `model(**inputs)`: one forward on synthetic boxes reads nothing stale"
+    ),
     "scores /= temperature  # expect: TIP007": (
         "the reader is the same call in the loop's next round: one call on synthetic scores changes nothing it reads"
     ),

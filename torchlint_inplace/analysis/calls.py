@@ -1355,8 +1355,12 @@ class CallEvaluator:
                     # Read again, the values are wrong in any grad mode; but where nothing records,
                     # a write the callee's own callee did is taken for the update it asked for,
                     # unless the callee hands the written tensor back as its result (wav2aug's
-                    # `aug = augmenter(wavs)`): the caller then holds it under two names.
-                    stale_after = self.i.grad_enabled or not write.nested or _returns_slot(summary, write.slot)
+                    # `aug = augmenter(wavs)`): the caller then holds it under two names; or
+                    # the callee is a module, called for its output (SAM2's prompt encoder
+                    # shifting the user's `input_boxes` two calls down).
+                    stale_after = (
+                        self.i.grad_enabled or not write.nested or module_call or _returns_slot(summary, write.slot)
+                    )
                     self.i.write(
                         Form.ARGUMENT,
                         call,
@@ -1368,6 +1372,9 @@ class CallEvaluator:
                         write.site,
                         intended,
                         condition=condition,
+                        written=_spread_entry(call, list(binding.values), _argument(write.slot))
+                        if argument is None
+                        else None,
                     )
             if value.storages & self.i.param_storages:
                 state.escaped |= value.graph
@@ -1826,6 +1833,14 @@ def _made_anew(
         else None
     )
     return replace(value, ident=fresh_id(), params=renamed(value.params), items=items)
+
+
+def _spread_entry(call: cst.Call, params: list[str], index: int) -> str | None:
+    """An argument taken from a dict spread into the call, as code: `inputs["input_boxes"]`."""
+    spread = next((arg.value for arg in call.args if arg.star == "**" and isinstance(arg.value, cst.Name)), None)
+    if spread is None or index >= len(params):
+        return None
+    return f'{spread.value}["{params[index]}"]'
 
 
 def _callable(value: Value | None) -> bool:

@@ -1770,16 +1770,18 @@ class FunctionInterpreter:
             pending = PendingWrite(form, site, action, written, condition, calls, flag)
             if target.fresh_buffer and target.grad is Grad.NO:
                 return  # an out-parameter: a buffer made to be filled, read afterwards on purpose
+            spread = _spread_names(node)
             for name, value in state.env.items():
                 if name in intended_readers:
                     continue
                 if isinstance(value, Val) and value.storages & target.storages and not other_round(value, target):
                     _stale(state, name, pending)
-                elif self.grad_enabled and _holds(value, target):
+                elif (self.grad_enabled or name in spread) and _holds(value, target):
                     # `skips.append(x)` before `x = self.act(x)`: the list kept the tensor, not its
                     # values. Not where nothing records: inference code keeps windows onto a buffer
                     # it updates (SAM3's per-object mask views), and a loop's element stands for
-                    # each element, which it may hand to different lists (timm's EMA by dtype).
+                    # each element, which it may hand to different lists (timm's EMA by dtype);
+                    # but a dict spread into the writing call is its arguments (`model(**inputs)`).
                     _stale(state, name, replace(pending, held=target.storages))
         elif isinstance(target_expr, cst.Name) and not target.fresh_buffer and target_expr.value not in self.loop_names:
             # `total = loss` then `total += reg`: one tensor under two names, and a later read of
@@ -2198,6 +2200,13 @@ def _held_twice(container: Value | None, storages: frozenset[int]) -> bool:
     """Whether two entries of a dict or list hold the tensor (`batch["input_ids"]` and
     `batch["labels"]`)."""
     return sum(any(t.storages & storages for t in tensors_in(entry)) for entry in _entries(container)) >= 2
+
+
+def _spread_names(node: cst.CSTNode) -> set[str]:
+    """The names a call spreads into its arguments (`f(*xs)`, `model(**inputs)`)."""
+    if not isinstance(node, cst.Call):
+        return set()
+    return {arg.value.value for arg in node.args if arg.star and isinstance(arg.value, cst.Name)}
 
 
 def _detached_from(value: Value, target: Val) -> bool:
