@@ -30,7 +30,7 @@ from .modules import ModuleFactory
 from .python_types import class_name, isinstance_of_known, partial_attribute
 from .state import PendingWrite, SaveRecord, Site, State, Step, next_order
 from .summaries import ParamWrite, Slot, Summary
-from .syntax import if_tests_around, literal, names_read, positional_params
+from .syntax import if_tests_around, is_tensor_annotation, literal, named_params, names_read, positional_params
 from .training import TrainingLoop, looks_like_optimizer
 from .values import (
     NOT_TENSOR,
@@ -320,9 +320,32 @@ class CallEvaluator:
         if method in ("parameters", "named_parameters"):
             params = Params(None, origin=call)
             return _named(params) if method == "named_parameters" else params
+        typed = self.declared_result(receiver_expr, method, call) if not args.tensors() else None
+        if typed is not None:
+            return typed
         if isinstance(receiver, Sym) and not args.tensors():
             return Sym(f"{receiver.text}.{method}()")
         return self.opaque_result(args, state)
+
+    def declared_result(self, receiver_expr: cst.BaseExpression, method: str, call: cst.Call) -> Value | None:
+        """`src.csr()` on a parameter declared `src: SparseTensor` (a project class) whose object
+        the run does not know: what the method's return annotation declares, tensors of unknown
+        provenance (`-> Tuple[Tensor, Tensor, Optional[Tensor]]`), so that `x[col]` indexes
+        with a tensor, a copy, not a view. (Given tensors, the call's opaque result is a tensor
+        computed from them already.)"""
+        running = self.i.running
+        if running is None or not isinstance(receiver_expr, cst.Name):
+            return None
+        param = next((p for p in named_params(running) if p.name.value == receiver_expr.value), None)
+        declared = param.annotation.annotation if param is not None and param.annotation is not None else None
+        if not isinstance(declared, cst.Name):
+            return None
+        klass = self.i.engine.global_value(self.i.ctx, declared.value)
+        if not isinstance(klass, Klass) or not isinstance(klass.ref, ClassInfo):
+            return None
+        ref = self.i.engine.method_of(klass.ref, method)
+        returns = ref.node.returns if ref is not None else None
+        return _declared_value(returns.annotation, call) if returns is not None else None
 
     # ----------------------------------------------------------------- attributes
 
@@ -1833,6 +1856,20 @@ def _made_anew(
         else None
     )
     return replace(value, ident=fresh_id(), params=renamed(value.params), items=items)
+
+
+def _declared_value(annotation: cst.BaseExpression, call: cst.Call) -> Value | None:
+    """A value of a declared type: a tensor for `Tensor` (optional or not), a tuple of them for
+    `Tuple[...]`; None for any other type."""
+    if is_tensor_annotation(cst.Annotation(annotation)):
+        return Val(fresh_storage(), Grad.UNKNOWN, origin=call)
+    if isinstance(annotation, cst.Subscript) and dotted(annotation.value) in ("Tuple", "tuple", "typing.Tuple"):
+        items = [
+            _declared_value(element.slice.value, call) if isinstance(element.slice, cst.Index) else None
+            for element in annotation.slice
+        ]
+        return Val(items=tuple(item if item is not None else NOT_TENSOR for item in items))
+    return None
 
 
 def _spread_entry(call: cst.Call, params: list[str], index: int) -> str | None:

@@ -10,14 +10,13 @@ import libcst as cst
 
 from .classes import ClassInfo
 from .imports import Imports, dotted
-from .syntax import annotation_text, child_nodes, descendants, is_self, optional_forms
+from .syntax import annotation_text, child_nodes, descendants, is_self, is_tensor_annotation
 from .values import Grad
 from .vocabulary import INFERENCE_MODE
 
 _GRAD_OFF_DECORATORS = frozenset(
     {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.inference_mode"}
 )
-_TENSOR_ANNOTATIONS = optional_forms(("Tensor", "torch.Tensor", "th.Tensor"))
 
 
 _TENSOR_LIST_ANNOTATIONS = frozenset(
@@ -168,7 +167,7 @@ def _annotation_kind(param: cst.Param) -> bool | None:
     """True: annotated as a tensor; False: annotated as something else; None: not annotated."""
     if param.annotation is None:
         return None
-    return annotation_text(param.annotation) in _TENSOR_ANNOTATIONS
+    return is_tensor_annotation(param.annotation)
 
 
 def _non_tensor_default(param: cst.Param) -> bool:

@@ -82,6 +82,7 @@ class Interpreter(Protocol):
     ctx_name: str | None
     discarded: cst.BaseExpression | None
     cls: ClassInfo | None
+    running: cst.FunctionDef | None  # the function this run executes (None for module-level code)
     recorder: SummaryRecorder | None  # None for module-level code (and constructions on defaults)
 
     def eval(self, expr: cst.BaseExpression, state: State) -> Value: ...

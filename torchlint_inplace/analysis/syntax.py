@@ -57,6 +57,14 @@ def _generated_annotation(expr: cst.BaseExpression) -> str:
     return cst.Module([]).code_for_node(expr).replace(" ", "")
 
 
+_TENSOR_ANNOTATIONS = optional_forms(("Tensor", "torch.Tensor", "th.Tensor"))
+
+
+def is_tensor_annotation(annotation: cst.Annotation | None) -> bool:
+    """`torch.Tensor`, `Optional[Tensor]`, `Tensor | None`."""
+    return annotation_text(annotation) in _TENSOR_ANNOTATIONS
+
+
 def is_integer_annotation(annotation: cst.Annotation | None) -> bool:
     """`torch.LongTensor`, `Optional[torch.BoolTensor]`, `torch.IntTensor | None`."""
     return annotation_text(annotation) in _INTEGER_TENSOR_ANNOTATIONS
