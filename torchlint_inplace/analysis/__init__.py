@@ -34,8 +34,8 @@ def analyze(module: cst.Module, path: str, project: Project | None = None, previ
     with deep_recursion():
         found = engine.analyze(ctx)
         registries = project.registries_of(ctx)
-        if registries or engine.needs_callers(ctx):
-            through = engine.steps_unknown(ctx)
+        through = engine.steps_unknown(ctx)
+        if registries or through or engine.needs_callers(ctx):
             found.extend(_from_callers(project, ctx, engine.writes_arguments(ctx), registries, through))
     mutations = _one_per_write(mutation for mutation in found if key_of(mutation.path) == key_of(path))
     dependencies = frozenset(project.dependencies - {key_of(path)})

@@ -30,7 +30,15 @@ from .modules import ModuleFactory
 from .python_types import class_name, isinstance_of_known, partial_attribute
 from .state import PendingWrite, SaveRecord, Site, State, Step, next_order
 from .summaries import ParamWrite, Slot, Summary
-from .syntax import if_tests_around, is_tensor_annotation, literal, named_params, names_read, positional_params
+from .syntax import (
+    if_tests_around,
+    is_tensor_annotation,
+    literal,
+    named_params,
+    names_read,
+    positional_params,
+    spread_names,
+)
 from .training import TrainingLoop, looks_like_optimizer
 from .values import (
     NOT_TENSOR,
@@ -1454,13 +1462,16 @@ class CallEvaluator:
         if summary.self_updates and (bound is not None or is_project_object(enclosed_self)):
             # What the callee only read is the caller's already: `self.valid(self.trainModel)`
             # in an epoch loop hands back the very model, not a new one each round.
-            had = dict(bound.instance.attrs) if isinstance(bound, Module) and bound.instance is not None else {}
-            if bound is not None and _same_self(bound, state):  # what this run bound to `self.<name>`
-                had.update((name[5:], value) for name, value in state.env.items() if name.startswith("self."))
+            attrs = bound.instance.attrs if isinstance(bound, Module) and bound.instance is not None else {}
+            here = bound is not None and _same_self(bound, state)  # this run's `self.<name>` first
+
+            def had(name: str) -> Value | None:
+                return state.env.get(f"self.{name}", attrs.get(name)) if here else attrs.get(name)
+
             updates = {
                 name: self.materialize(value, summary, resolve, mapping, passed, state)
                 for name, value in summary.self_updates.items()
-                if had.get(name) != value
+                if had(name) != value
             }
             if bound is None:
                 self.update_enclosed(cast(Module, enclosed_self), updates, state)
@@ -1874,10 +1885,10 @@ def _declared_value(annotation: cst.BaseExpression, call: cst.Call) -> Value | N
 
 def _spread_entry(call: cst.Call, params: list[str], index: int) -> str | None:
     """An argument taken from a dict spread into the call, as code: `inputs["input_boxes"]`."""
-    spread = next((arg.value for arg in call.args if arg.star == "**" and isinstance(arg.value, cst.Name)), None)
-    if spread is None or index >= len(params):
+    spread = spread_names(call, ("**",))
+    if not spread or index >= len(params):
         return None
-    return f'{spread.value}["{params[index]}"]'
+    return f'{spread[0]}["{params[index]}"]'
 
 
 def _callable(value: Value | None) -> bool:

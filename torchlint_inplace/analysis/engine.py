@@ -720,21 +720,17 @@ class Engine:
     def needs_callers(self, ctx: FileContext) -> bool:
         """A function of the file writes its argument, builds an in-place module, makes a
         finding only its callers can prove (its argument's grad is not known here), uses an
-        argument nobody here passes, steps an optimizer it does not know, or writes in place
-        where a caller's module backward hook would forbid it: whether that breaks anything
-        depends on its callers."""
+        argument nobody here passes, or writes in place where a caller's module backward hook
+        would forbid it: whether that breaks anything depends on its callers. (So does a step of
+        an optimizer it does not know: `steps_unknown`.)"""
         mine = self.runs_of(ctx)
-        return (
-            any(
-                summary.writes_arguments
-                or summary.builds_inplace
-                or summary.blind
-                or any(not m.certain for m in summary.mutations)
-                for summary in mine
-            )
-            or self.steps_unknown(ctx)
-            or (any(summary.hookable for summary in mine) and self.project.hooks_modules(ctx))
-        )
+        return any(
+            summary.writes_arguments
+            or summary.builds_inplace
+            or summary.blind
+            or any(not m.certain for m in summary.mutations)
+            for summary in mine
+        ) or (any(summary.hookable for summary in mine) and self.project.hooks_modules(ctx))
 
     def steps_unknown(self, ctx: FileContext) -> bool:
         """A run of the file steps an optimizer whose parameters it does not know, in a file that

@@ -62,6 +62,7 @@ from .syntax import (
     never_tensor_operand,
     operand_exprs,
     positional_params,
+    spread_names,
     string_index,
 )
 from .values import (
@@ -1770,7 +1771,7 @@ class FunctionInterpreter:
             pending = PendingWrite(form, site, action, written, condition, calls, flag)
             if target.fresh_buffer and target.grad is Grad.NO:
                 return  # an out-parameter: a buffer made to be filled, read afterwards on purpose
-            spread = _spread_names(node)
+            spread = spread_names(node)
             for name, value in state.env.items():
                 if name in intended_readers:
                     continue
@@ -2200,13 +2201,6 @@ def _held_twice(container: Value | None, storages: frozenset[int]) -> bool:
     """Whether two entries of a dict or list hold the tensor (`batch["input_ids"]` and
     `batch["labels"]`)."""
     return sum(any(t.storages & storages for t in tensors_in(entry)) for entry in _entries(container)) >= 2
-
-
-def _spread_names(node: cst.CSTNode) -> set[str]:
-    """The names a call spreads into its arguments (`f(*xs)`, `model(**inputs)`)."""
-    if not isinstance(node, cst.Call):
-        return set()
-    return {arg.value.value for arg in node.args if arg.star and isinstance(arg.value, cst.Name)}
 
 
 def _detached_from(value: Value, target: Val) -> bool:

@@ -86,6 +86,13 @@ def named_params(func: cst.FunctionDef) -> list[cst.Param]:
     return [*positional_params(func), *func.params.kwonly_params]
 
 
+def spread_names(node: cst.CSTNode, stars: tuple[str, ...] = ("*", "**")) -> list[str]:
+    """The names a call spreads into its arguments, in order (`f(*xs)`, `model(**inputs)`)."""
+    if not isinstance(node, cst.Call):
+        return []
+    return [arg.value.value for arg in node.args if arg.star in stars and isinstance(arg.value, cst.Name)]
+
+
 def is_self(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "self"
 
