@@ -32,6 +32,7 @@ from .state import PendingWrite, SaveRecord, Site, State, Step, next_order
 from .summaries import ParamWrite, Slot, Summary
 from .syntax import (
     if_tests_around,
+    is_property,
     is_tensor_annotation,
     literal,
     named_params,
@@ -362,7 +363,7 @@ class CallEvaluator:
             options = [(condition, self.attribute_of(option, attr, expr, state)) for condition, option in base.options]
             return options[0][1] if len(options) == 1 else Choice(tuple(options))
         if isinstance(base, Module):
-            return self.module_attribute(base, attr)
+            return self.read_property(self.module_attribute(base, attr), expr, state)
         if isinstance(base, Klass):
             if attr in ("__name__", "__qualname__"):
                 return Const(class_name(base))
@@ -397,6 +398,18 @@ class CallEvaluator:
         if attr == "grad":
             return Val(fresh_storage(), Grad.NO, origin=expr)
         return NOT_TENSOR
+
+    def read_property(self, member: Value, expr: cst.BaseExpression, state: State) -> Value:
+        """An instance's `@property` read runs its getter: mmcv's blocks reach their norm layers
+        through `self.norm1`, a property returning `getattr(self, self.norm1_name)`."""
+        if (
+            isinstance(member, Func)
+            and isinstance(member.ref, FunctionRef)
+            and member.bound is not None
+            and is_property(member.ref.node)
+        ):
+            return self.call_project(member.ref, self.i.ctx.implicit_call(expr), Args(), state, member.bound)
+        return member
 
     def module_attribute(self, module: Module, attr: str) -> Value:
         setting = module.setting(attr)  # a torch module's table settings, a dataclass's fields as passed
@@ -551,7 +564,11 @@ class CallEvaluator:
         torch's."""
         defined = self.i.engine.method_of(module.instance.cls, method) if module.instance is not None else None
         if defined is not None:
-            return self.call_project(defined, call, args, state, self.as_assigned(module, receiver_expr, state))
+            bound = self.as_assigned(module, receiver_expr, state)
+            if is_property(defined.node):  # `self.norm1(x)`: the getter's module, called
+                got = self.call_project(defined, self.i.ctx.implicit_call(call.func), Args(), state, bound)
+                return self.call_value(got, call, args, state)
+            return self.call_project(defined, call, args, state, bound)
         if method in _SELF_RETURNING:
             return module
         if method in ("parameters", "named_parameters", "buffers"):

@@ -221,8 +221,6 @@ class Engine:
     def class_member(self, info: ClassInfo, attr: str, bound: Module | None) -> Value:
         method = self.method_of(info, attr)
         if method is not None:
-            if _is_property(method.node) and bound is not None:
-                return NOT_TENSOR
             return Func(attr, ref=method, bound=None if method.is_static else bound)
         owners = self.mro(info)
         return self.project.learn(
@@ -1090,13 +1088,6 @@ def _builds_inplace(value: Value | None) -> bool:
 
 def _is_static(node: cst.FunctionDef) -> bool:
     return any(dotted(decorator.decorator) == "staticmethod" for decorator in node.decorators)
-
-
-def _is_property(node: cst.FunctionDef) -> bool:
-    return any(
-        dotted(decorator.decorator) in ("property", "cached_property", "functools.cached_property")
-        for decorator in node.decorators
-    )
 
 
 def _defaults_to_none(param: cst.Param) -> bool:

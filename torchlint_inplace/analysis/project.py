@@ -97,6 +97,7 @@ class FileContext:
     _words: dict[cst.CSTNode, Words] = field(default_factory=dict)
     _filled: dict[cst.CSTNode, frozenset[str]] = field(default_factory=dict)  # names a function stores into
     _lambdas: dict[cst.Lambda, cst.FunctionDef] = field(default_factory=dict)
+    _implicit_calls: dict[cst.BaseExpression, cst.Call] = field(default_factory=dict)
     _evaluated: dict[tuple[str, int], cst.BaseExpression | None] = field(default_factory=dict)
     _body_ids: set[int] | None = None  # ids of `bodies`' nodes (`current`)
     # Where each imported name resolves on disk: every call of a function asks again, and each
@@ -142,6 +143,15 @@ class FileContext:
             made = self._lambdas[node] = cst.FunctionDef(name, node.params, block)
             for part in (made, name, block, line, returned):
                 self.generated_at.setdefault(part, node)
+        return made
+
+    def implicit_call(self, expr: cst.BaseExpression) -> cst.Call:
+        """The call Python makes without one written: a `@property` read (`self.norm1`) calls its
+        getter. Made once per expression, so that its runs are remembered, and shown at it."""
+        made = self._implicit_calls.get(expr)
+        if made is None:
+            made = self._implicit_calls[expr] = cst.Call(expr)
+            self.generated_at.setdefault(made, expr)
         return made
 
     def current(self, ref: FunctionRef) -> FunctionRef:

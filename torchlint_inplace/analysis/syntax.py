@@ -61,8 +61,23 @@ _TENSOR_ANNOTATIONS = optional_forms(("Tensor", "torch.Tensor", "th.Tensor"))
 
 
 def is_tensor_annotation(annotation: cst.Annotation | None) -> bool:
-    """`torch.Tensor`, `Optional[Tensor]`, `Tensor | None`."""
-    return annotation_text(annotation) in _TENSOR_ANNOTATIONS
+    """`torch.Tensor`, `Optional[Tensor]`, `Tensor | None`, and a union that admits a tensor
+    (PyG's `x: Union[Tensor, PairTensor]`, which `forward` turns into a pair itself when it is
+    given one tensor)."""
+    if annotation is None:
+        return False
+    return annotation_text(annotation) in _TENSOR_ANNOTATIONS or any(
+        dotted(member) in _TENSOR_ANNOTATIONS for member in _union_members(annotation.annotation)
+    )
+
+
+def _union_members(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The members of `Union[A, B]` / `A | B` (none for any other annotation)."""
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.BitOr):
+        return [*(_union_members(expr.left) or [expr.left]), *(_union_members(expr.right) or [expr.right])]
+    if isinstance(expr, cst.Subscript) and dotted(expr.value) in ("Union", "typing.Union"):
+        return [element.slice.value for element in expr.slice if isinstance(element.slice, cst.Index)]
+    return []
 
 
 def is_integer_annotation(annotation: cst.Annotation | None) -> bool:
@@ -91,6 +106,13 @@ def spread_names(node: cst.CSTNode, stars: tuple[str, ...] = ("*", "**")) -> lis
     if not isinstance(node, cst.Call):
         return []
     return [arg.value.value for arg in node.args if arg.star in stars and isinstance(arg.value, cst.Name)]
+
+
+def is_property(node: cst.FunctionDef) -> bool:
+    return any(
+        dotted(decorator.decorator) in ("property", "cached_property", "functools.cached_property")
+        for decorator in node.decorators
+    )
 
 
 def is_self(expr: cst.BaseExpression) -> bool:
