@@ -84,9 +84,19 @@ CASES = [
     ("in-place method on a non-tensor chain", "def f():\n    m = {}\n    m.weight.data.normal_(0, 1)\n", True),
     ("nn.init helpers", "def init(w: torch.Tensor):\n    nn.init.normal_(w)\n    torch.nn.init.zeros_(w)\n", True),
     (
-        "no_grad writes to locals and attributes",
-        "class M(nn.Module):\n    @torch.no_grad()\n    def reset(self):\n        self.w.zero_()\n        t = torch.ones(3)\n        t[0] = 2\n        t += 1\n",
+        "no_grad writes to locals",
+        "class M(nn.Module):\n    @torch.no_grad()\n    def reset(self):\n        t = torch.ones(3)\n        t[0] = 2\n        t += 1\n",
         True,
+    ),
+    (
+        "no_grad write into its object's attribute",  # its caller may have saved `self.w` (MoCo's queue)
+        "class M(nn.Module):\n    @torch.no_grad()\n    def reset(self):\n        self.w.zero_()\n",
+        False,
+    ),
+    (
+        "no_grad write into an attribute's slice",
+        "class M(nn.Module):\n    @torch.no_grad()\n    def push(self, k):\n        self.queue[:, 0:2] = k\n",
+        False,
     ),
     ("no_grad write into its own parameter", "@torch.no_grad()\ndef clip(x):\n    x.clamp_(0, 1)\n", False),
     (

@@ -61,6 +61,11 @@ _SNAPSHOT_READ_LATER = (
     "the stale value is read by a later call (`load_state_dict`, the next evaluation or step), not by a caller"
     " frame of the write that the tracer watches"
 )
+_RELOAD = (
+    "the reload is the `copy_` torch's `load_state_dict` makes into each parameter: at backward the tracer names it as"
+    " an in-place module's write (TIP004), and fail-fast's refusal comes back wrapped in `load_state_dict`'s own"
+    " loading error; the analysis counts the reload with the optimizer steps (TIP009)"
+)
 TRACER_GAPS = {
     (
         "realworld/f2_autodrive_resa_add_relu/main_landet.py::raises_resa_adds_into_reducer_relu_output",
@@ -172,6 +177,26 @@ TRACER_GAPS = {
         )
         for mode in ("at-backward", "fail-fast")
     },
+    ("realworld/k4_moco_queue_clone/main_moco.py::raises_queue_read_without_clone", None): _RULE_BY_TEXT,
+    ("tip007/method_rewrites_saved_attribute.py::raises_queue_rewritten_after_the_product", None): _RULE_BY_TEXT,
+    (
+        "realworld/k5_paml_meta_loss_after_inner_steps/MAML.py::raises_meta_loss_backward_after_reset_and_inner_steps",
+        None,
+    ): (_RELOAD),
+    ("tip009/weights_reloaded_before_backward.py::raises_meta_loss_after_reset", None): _RELOAD,
+    (
+        "realworld/k5_torchopt_meta_adam_sqrt_then_add_/visualize.py::raises_meta_gradient_through_meta_adam_step",
+        None,
+    ): (_SAVE_ORDER),
+    ("realworld/k1_kapao_post_process_batch_kp_dets/demos/image.py::safe_kp_bbox_rescaled_once_with_deepcopy", None): (
+        "the person boxes are drawn first, `scale_coords(..., person_dets[0][:, :4], ...)` rescaling them in place, and"
+        " `post_process_batch` reads `person_dets` again: the same bug for the person boxes, true of the reporter's"
+        " code, which the fix of the issue (a copy of `kp_dets`) leaves"
+    ),
+    (
+        "realworld/k2_pg_travel_ppo_critic_step_before_actor_backward/main.py::safe_one_backward_then_both_steps",
+        "fail-fast",
+    ): (_PENDING_KEPT),
     ("realworld/option_critic_stale_state.py::safe_action_head_reads_state_data", "fail-fast"): (
         "fail-fast counts a graph still referenced as pending (`state`'s, carried to the next step, which the next loss"
         " reaches only through `state.data`), so the update is refused"
@@ -185,8 +210,38 @@ _OBJECT_STORAGE = (
     "the written tensor is a sparse matrix's value reached through its storage's methods (`src.csr()`), not a"
     " caller frame's name; what reads it again is the next layer, through the object"
 )
+_HELD_ELSEWHERE = (
+    "the written tensor is held where no caller frame's name reaches it: an entry of the dict the writing property"
+    " returns (`out[key] = offset` before `offset += ...`), an activation a forward hook stored in a module-level dict,"
+    " a parameter's `.grad` read through the parameter"
+)
+_CALLER_OF_CALLER = (
+    "the write is two calls down (`spline_weights` hands `values` to the `spline` it was given), and the frame that reads"
+    " the tensor again is the caller's caller, at its next call"
+)
 # Silent drivers whose corruption the tracer does not report yet, and what it would take.
 SILENT_GAPS = {
+    "realworld/k3_pyg_node_offsets_tensor_num_nodes/hetero_to_networkx.py::silent_to_networkx_shifts_edges_by_corrupted_offsets": (
+        _HELD_ELSEWHERE
+    ),
+    "realworld/k3_pyg_node_offsets_tensor_num_nodes/hetero_to_networkx.py::silent_node_offsets_running_total": (
+        _HELD_ELSEWHERE
+    ),
+    "realworld/k3_pyg_spline_gcn_values_scaled_in_place.py::silent_second_layer_reads_rescaled_pseudo": _CALLER_OF_CALLER,
+    "realworld/k4_thingsvision_hook_activation_copy/extract_features.py::silent_conv_features_overwritten_by_inplace_relu": (
+        _HELD_ELSEWHERE
+    ),
+    "realworld/k5_pytorch_sgd_weight_decay_writes_grad/train.py::silent_logged_gradients_include_weight_decay": (
+        _HELD_ELSEWHERE
+    ),
+    **{
+        f"realworld/k5_yolo_ema_apply_shadow_restore_reversed/lazy.py::{driver}": _SNAPSHOT_READ_LATER
+        for driver in (
+            "silent_training_goes_on_from_shadow_weights",
+            "silent_checkpoint_model_state_dict_holds_shadow",
+            "silent_solve_resets_to_initial_weights_each_saved_epoch",
+        )
+    },
     "realworld/g1_retinanet_datagen_gt_boxes/train.py::silent_augmentations_rewrite_stored_ground_truth": _SNAPSHOT_READ_LATER,
     "realworld/g3_nbi_state_dict_0_alias/demo_sine.py::silent_second_round_starts_from_trained_weights": _SNAPSHOT_READ_LATER,
     "realworld/g3_torch_optimizer_diffgrad_previous_grad.py::silent_previous_grad_is_current_grad": _SNAPSHOT_READ_LATER,

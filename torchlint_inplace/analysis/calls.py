@@ -90,6 +90,7 @@ from .vocabulary import (
 )
 
 if TYPE_CHECKING:
+    from .project import FileContext
     from .protocols import Interpreter
     from .torch_facts import OpFacts
 
@@ -574,6 +575,9 @@ class CallEvaluator:
         if method in ("parameters", "named_parameters", "buffers"):
             params = Params(module.params if module.kind is not None or module.instance is not None else None, call)
             return _named(params) if method == "named_parameters" else params
+        if method == "load_state_dict" and module.params:
+            self.loop.load(module, call, state)
+            return NOT_TENSOR
         if method == "state_dict" and module.params and not args.positional and not args.keywords:
             return Val(items=(Val(module.params, Grad.NO, origin=call, hidden=SNAPSHOT),))
         if method in ("modules", "children", "named_modules", "named_children"):
@@ -1355,7 +1359,7 @@ class CallEvaluator:
                 if isinstance(value, DictVal):
                     value = value.get(step) or NOT_TENSOR
                 elif isinstance(value, Module) and isinstance(step, str):
-                    value = value.setting(step) or NOT_TENSOR
+                    value = self.module_attribute(value, step)
                 elif isinstance(value, Val) and value.items is not None and isinstance(step, int):
                     value = value.items[step] if step < len(value.items) else element_of(value)
                 else:
@@ -1369,6 +1373,11 @@ class CallEvaluator:
             if write.hidden is not None:
                 value = value.detached(write.hidden)
             argument = exprs[_argument(write.slot)] if _argument(write.slot) < len(exprs) else None
+            attribute = _attribute_written(write.slot, call, binding, argument, self.i.ctx)
+            if attribute is not None:
+                # The callee ran on the object itself and reported what the tensor is (a leaf, an
+                # expanded view); here only what the caller did with it before the call counts.
+                value = replace(value, grad=min(value.grad, Grad.MAYBE), expanded=None)
             condition = write.condition
             if write.via_activation:
                 self.i.write(
@@ -1397,6 +1406,8 @@ class CallEvaluator:
                 discarded = call is self.i.discarded and not new_tensors and not module_call
                 updater = discarded or write.deliberate or self.asked_for(summary, write, binding)
                 intended = names_read(argument) if argument is not None and updater else set()
+                if attribute is not None and updater:
+                    intended = {attribute}  # `self._dequeue_and_enqueue(k)` is called to update `self.queue`
                 action = write.action if write.action.endswith(_CALLERS) else f"{write.action}{_CALLERS}"
                 with self.i.modes():
                     self.i.grad_enabled = self.i.grad_enabled and write.grad_enabled  # the callee's mode at the write
@@ -1420,9 +1431,12 @@ class CallEvaluator:
                         write.site,
                         intended,
                         condition=condition,
-                        written=_spread_entry(call, list(binding.values), _argument(write.slot))
-                        if argument is None
-                        else None,
+                        written=attribute
+                        or (
+                            _spread_entry(call, list(binding.values), _argument(write.slot))
+                            if argument is None
+                            else None
+                        ),
                     )
             if value.storages & self.i.param_storages:
                 state.escaped |= value.graph
@@ -1898,6 +1912,25 @@ def _declared_value(annotation: cst.BaseExpression, call: cst.Call) -> Value | N
         ]
         return Val(items=tuple(item if item is not None else NOT_TENSOR for item in items))
     return None
+
+
+def _attribute_written(
+    slot: Slot, call: cst.Call, binding: Binding, argument: cst.BaseExpression | None, ctx: FileContext
+) -> str | None:
+    """A callee's write into an attribute of an object it was given, as the caller's code:
+    `self.queue` for `self._dequeue_and_enqueue(k)`, `memory.bank` for `update(memory, x)`."""
+    params = list(binding.values)
+    if len(slot) != 2 or not isinstance(slot[1], str) or _argument(slot) >= len(params):
+        return None
+    if not isinstance(collapse(binding.values[params[_argument(slot)]]), Module):
+        return None  # an entry of a dict
+    if argument is not None:
+        owner = ctx.code_of(argument)
+    elif _argument(slot) == 0 and isinstance(call.func, cst.Attribute):
+        owner = ctx.code_of(call.func.value)  # the object the method was called on
+    else:
+        owner = params[_argument(slot)]
+    return f"{owner}.{slot[1]}"
 
 
 def _spread_entry(call: cst.Call, params: list[str], index: int) -> str | None:

@@ -509,7 +509,17 @@ class Engine:
         child = FunctionInterpreter(self, ctx, ref.cls, instance, recorder, constructing, depth, grad_enabled)
         child.hooked = hooked
         final = child.run_function(ref, {**params, **self_env}, params)
-        stable = instance.params if instance is not None else frozenset()
+        # What it saved of its object's parameters, and of the modules it was handed
+        # (`do_learning_fix_step(model, ...)` returning a loss through `model`): the caller's own.
+        stable = frozenset().union(
+            instance.params if instance is not None else frozenset(),
+            *(
+                option.params
+                for value in params.values()
+                for _, option in options_of(value)
+                if isinstance(option, Module)
+            ),
+        )
         summary = recorder.finish(final, child.returned, stable)
         summary.node = ref.node
         summary.path = key_of(ref.path)

@@ -189,16 +189,21 @@ def kept_reason(owner: str, accessor: str, path: str, found: Located) -> Reason:
     )
 
 
-def step_reason(path: str, loss: str, built: Span, later_backward: Span) -> Reason:
+def step_reason(path: str, loss: str, built: Span, later_backward: Span, reload: bool = False) -> Reason:
+    """A loss backpropagated after its parameters were rewritten: by an optimizer's step, or by
+    `load_state_dict` (`reload`)."""
+    update = "the reload" if reload else "the step"
     return Reason(
-        f"`{loss}` was computed through those parameters at line {built.start.line}, before the step, "
+        f"`{loss}` was computed through those parameters at line {built.start.line}, before {update}, "
         f"and `backward()` at line {later_backward.start.line} goes back through that graph; it will raise '{BACKWARD_ERROR}'",
         RAISES_AT_BACKWARD,
         (
-            Related(path, built, f"`{loss}` is computed here, before the step"),
+            Related(path, built, f"`{loss}` is computed here, before {update}"),
             Related(path, later_backward, "and backpropagated through here, after it"),
         ),
-        "call every backward() through a graph before stepping, or recompute the forward after step()",
+        "call backward() (or autograd.grad) on every loss through the weights before reloading them, or reload after it"
+        if reload
+        else "call every backward() through a graph before stepping, or recompute the forward after step()",
     )
 
 

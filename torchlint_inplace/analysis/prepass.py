@@ -295,6 +295,16 @@ class _Scope:
     tensor_names: set[str] | None = None
     param_names: set[str] | None = None
     enclosing: _Scope | None = None  # the function a nested function is defined in
+    owner: str | None = None  # a method's `self`: writes into its attributes are its callers'
+
+    def writes_owner(self, written: ast.expr) -> bool:
+        """`self.queue[:, ptr:] = keys.T` under `@torch.no_grad()`: nothing records the write,
+        but the caller may have saved the attribute for backward before calling the method."""
+        while isinstance(written, (ast.Attribute, ast.Subscript)):
+            written = written.value
+            if isinstance(written, ast.Name):
+                return written.id == self.owner
+        return False
 
     def contains(self, position: _Position) -> bool:
         return self.body[0] <= position <= self.body[1]
@@ -399,6 +409,7 @@ class _Scanner:
                 and not site.hidden
                 and not in_function_class
                 and not self._may_tensor(scope, site.written, params_only=True)
+                and not scope.writes_owner(site.written)
             ):
                 continue
             return f"{site.what} at line {site.written.lineno}"
@@ -410,8 +421,11 @@ class _Scanner:
         for func in self.functions:
             body = (_start(func.body[0]), _end(func))
             varargs = {arg.arg for arg in (func.args.vararg, func.args.kwarg) if arg is not None}
-            params = self._params(func, id(func) in methods)
-            scopes.append(_Scope(body, [*params, *varargs], self._no_grad(func), varargs=varargs))
+            method = id(func) in methods
+            params = self._params(func, method)
+            every = [arg.arg for arg in (*func.args.posonlyargs, *func.args.args)]
+            owner = every[0] if method and every and params[:1] != every[:1] else None
+            scopes.append(_Scope(body, [*params, *varargs], self._no_grad(func), varargs=varargs, owner=owner))
         for lam in self.lambdas:  # a lambda is a function too (`lambda m, i, o: o.mul_(2)` as a hook)
             args = lam.args
             names = [

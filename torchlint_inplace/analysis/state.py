@@ -101,12 +101,14 @@ class PendingWrite:
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """An optimizer step: the storages it rewrote (None: not known) after the saves made before it."""
+    """An optimizer step: the storages it rewrote (None: not known) after the saves made before it.
+    `reload`: `load_state_dict`, which rewrites them the same way."""
 
     site: Site
     order: int
     storages: frozenset[int] | None
     condition: Condition = frozenset()
+    reload: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "condition", shared(self.condition))  # kept by the memo: one object per condition

@@ -151,12 +151,28 @@ class SummaryRecorder:
             for rank, storage in enumerate(sorted(option.params))
         }
         self.summary = Summary(params=self.names, slots=self.by_storage, module_slots=module_slots)
+        # The tensors an object argument holds as attributes (MoCo's `self.queue`, which a
+        # helper method rewrites after `forward` saved it), by name: a write into them is the
+        # caller's write into that object's attribute. Only writes: what a method saves of its
+        # object's tensors is the object's (`stable_saves`).
+        self.attributes: dict[int, Slot] = {
+            storage: (index, name)
+            for index, value in enumerate(params.values())
+            for _, option in options_of(value)
+            if isinstance(option, Module) and option.instance is not None and not option.is_container
+            for name, attr in option.instance.attrs.items()
+            if isinstance(attr, Val) and attr.items is None
+            for storage in attr.storages
+        }
 
     def slots_of(self, storages: frozenset[int]) -> list[Slot]:
         return sorted({self.by_storage[storage] for storage in storages if storage in self.by_storage}, key=repr)
 
     def on_write(self, storages: frozenset[int], write: ParamWrite) -> None:
-        for slot in self.slots_of(storages):
+        slots = self.slots_of(storages) or sorted(
+            {self.attributes[storage] for storage in storages if storage in self.attributes}, key=repr
+        )
+        for slot in slots:
             candidate = replace(write, slot=slot)
             if candidate not in self.summary.writes:
                 self.summary.writes.append(candidate)

@@ -22,7 +22,7 @@ from .imports import dotted
 from .model import Form, Reason
 from .state import ArgumentBackward, PendingWrite, SaveRecord, Site, State, Step, next_order
 from .syntax import keyword_of, literal
-from .values import SNAPSHOT, Optimizer, Params, Val, Value, collapse, graph_of, tensors_in
+from .values import SNAPSHOT, Module, Optimizer, Params, Val, Value, collapse, graph_of, tensors_in
 
 if TYPE_CHECKING:
     from .arguments import Args
@@ -78,8 +78,8 @@ class TrainingLoop:
                 continue
             first = earlier[0]
 
-            def explain(first: SaveRecord = first) -> Reason:
-                return step_reason(path, loss_text, span_of(first.node), span_of(call))
+            def explain(first: SaveRecord = first, reload: bool = step.reload) -> Reason:
+                return step_reason(path, loss_text, span_of(first.node), span_of(call), reload)
 
             hazard = Hazard(True, explain)
             self.i.emit(
@@ -101,14 +101,25 @@ class TrainingLoop:
         storages = optimizer.storages if isinstance(optimizer, Optimizer) else None
         self.take(Step(Site(self.i.ctx.path, call), next_order(), storages, state.condition), state)
 
+    def load(self, module: Module, call: cst.Call, state: State) -> None:
+        """`model.load_state_dict(weights)` copies into the parameters in place, as a step
+        does: a loss computed through them before it cannot be backpropagated after (MAML's
+        reset of the fast weights before the meta-backward). The `state_dict()` snapshots kept
+        of them are not marked: loading one of them back (the usual restore) changes nothing."""
+        self.record(Step(Site(self.i.ctx.path, call), next_order(), module.params, state.condition, reload=True), state)
+
+    def record(self, step: Step, state: State) -> None:
+        """A write of parameters that later backwards here see, and this run's callers."""
+        state.steps += (step,)
+        if self.i.recorder is not None:
+            self.i.recorder.summary.training.append(step)
+
     def take(self, step: Step, state: State) -> None:
         """A step on this path, here or in a callee (`self.backward(...)` stepping the
         discriminator): later backwards here see it, and so do this run's callers; and a
         `state_dict()` kept of the parameters it rewrites reads the new values from now on
         (`best = model.state_dict()` in an epoch loop: the "best" weights are the last)."""
-        state.steps += (step,)
-        if self.i.recorder is not None:
-            self.i.recorder.summary.training.append(step)
+        self.record(step, state)
         if not step.storages:
             return
         for name, value in state.env.items():
