@@ -67,6 +67,7 @@ from .syntax import (
 )
 from .values import (
     NOT_TENSOR,
+    OUTER,
     Choice,
     Const,
     DictVal,
@@ -1292,9 +1293,14 @@ class FunctionInterpreter:
         return result
 
     def eval_name(self, expr: cst.Name, state: State) -> Value:
-        self.read(expr.value, expr, state)
-        if expr.value in state.env:
-            return state.env[expr.value]
+        name = expr.value
+        if name not in state.env and OUTER + name in state.env:
+            # A module-level list or dict a callee filled (`activation[name] = output` in a
+            # forward hook, during `model(x)`): this function reads what it holds now.
+            name = OUTER + name
+        self.read(name, expr, state)
+        if name in state.env:
+            return state.env[name]
         return self.global_value(expr.value, expr)
 
     def global_value(self, name: str, node: cst.CSTNode) -> Value:
@@ -1315,7 +1321,7 @@ class FunctionInterpreter:
             if pending.twice and not _held_twice(state.env.get(name), pending.held):
                 _stale(state, name, replace(pending, later=()))  # still one entry: the write meant to update it
                 continue
-            reason = partial(_stale_read, self.ctx, name, node, bool(pending.held), pending.advice)
+            reason = partial(_stale_read, self.ctx, name.removeprefix(OUTER), node, bool(pending.held), pending.advice)
             hazard = Hazard(True, reason, silent=True)
             self.emit(
                 pending.form,
@@ -1777,12 +1783,14 @@ class FunctionInterpreter:
                     continue
                 if isinstance(value, Val) and value.storages & target.storages and not other_round(value, target):
                     _stale(state, name, pending)
-                elif (self.grad_enabled or name in spread) and _holds(value, target):
+                elif (self.grad_enabled or name in spread or name.startswith(OUTER)) and _holds(value, target):
                     # `skips.append(x)` before `x = self.act(x)`: the list kept the tensor, not its
                     # values. Not where nothing records: inference code keeps windows onto a buffer
                     # it updates (SAM3's per-object mask views), and a loop's element stands for
                     # each element, which it may hand to different lists (timm's EMA by dtype);
-                    # but a dict spread into the writing call is its arguments (`model(**inputs)`).
+                    # but a dict spread into the writing call is its arguments (`model(**inputs)`),
+                    # and a list or dict of another scope was filled to be read there (a forward
+                    # hook's `activation[name] = output.detach()` under `torch.no_grad()`).
                     _stale(state, name, replace(pending, held=target.storages))
         elif isinstance(target_expr, cst.Name) and not target.fresh_buffer and target_expr.value not in self.loop_names:
             # `total = loss` then `total += reg`: one tensor under two names, and a later read of
