@@ -1657,7 +1657,14 @@ class CallEvaluator:
             rest = (
                 self.materialize(value.rest, summary, resolve, mapping, args, state) if value.rest is not None else None
             )
-            return DictVal(entries, rest, fresh_id() if value.cell is not None else None)
+            return DictVal(entries, rest, _caller_cell(value.cell, summary, resolve))
+        if isinstance(value, Func) and value.closure:
+            # A nested function handed out (`get_activation(name)` returning its hook): the dicts
+            # and lists it fills are the caller's, the one passed in being the caller's own.
+            closure = tuple(
+                (name, self.materialize(item, summary, resolve, mapping, args, state)) for name, item in value.closure
+            )
+            return replace(value, closure=closure)
         if isinstance(value, (Module, Optimizer, Params)):
             again = isinstance(value, Module) and id(value) in self.handed_out
             self.handed_out[id(value)] = value
@@ -1676,7 +1683,7 @@ class CallEvaluator:
         )
         if not value.is_tensor:
             return (
-                replace(value, items=items, cell=fresh_id() if value.cell is not None else None)
+                replace(value, items=items, cell=_caller_cell(value.cell, summary, resolve))
                 if items is not None
                 else value
             )
@@ -1912,6 +1919,16 @@ def _declared_value(annotation: cst.BaseExpression, call: cst.Call) -> Value | N
         ]
         return Val(items=tuple(item if item is not None else NOT_TENSOR for item in items))
     return None
+
+
+def _caller_cell(cell: int | None, summary: Summary, resolve: Callable[[Slot], Value]) -> int | None:
+    """A callee's list or dict in the caller's terms: the caller's own where it was passed in
+    (what a hook the callee made fills is the caller's `activation`), else a new one."""
+    if cell is None:
+        return None
+    slot = summary.cells.get(cell)
+    own = getattr(collapse(resolve(slot)), "cell", None) if slot is not None else None
+    return own if own is not None else fresh_id()
 
 
 def _attribute_written(

@@ -72,6 +72,7 @@ class Summary:
     # the caller's later read of it (`load_state_dict(self.best)` in `fit`) is the stale read.
     self_stale: dict[str, PendingWrite] = field(default_factory=dict)
     cell_updates: dict[Slot, Value] = field(default_factory=dict)  # lists/dicts passed in and filled
+    cells: dict[int, Slot] = field(default_factory=dict)  # the cells of the lists/dicts passed in
     stable_saves: list[tuple[frozenset[int], SaveRecord]] = field(default_factory=list)  # on parameters
     mutations: list[Mutation] = field(default_factory=list)  # the findings the run proves by itself
     deferred: list[Mutation] = field(default_factory=list)  # those its caller's use of the result decides
@@ -132,7 +133,7 @@ class SummaryRecorder:
         for index, value in enumerate(params.values()):
             for storage, slot in slot_storages(value, (index,)).items():
                 self.by_storage.setdefault(storage, slot)
-        self.cells = {
+        self.cells: dict[int, Slot] = {
             value.cell: (index,)
             for index, value in enumerate(params.values())
             if isinstance(value, (Val, DictVal)) and value.cell is not None
@@ -150,7 +151,7 @@ class SummaryRecorder:
             if isinstance(option, Module)
             for rank, storage in enumerate(sorted(option.params))
         }
-        self.summary = Summary(params=self.names, slots=self.by_storage, module_slots=module_slots)
+        self.summary = Summary(params=self.names, slots=self.by_storage, module_slots=module_slots, cells=self.cells)
         # The tensors an object argument holds as attributes (MoCo's `self.queue`, which a
         # helper method rewrites after `forward` saved it), by name: a write into them is the
         # caller's write into that object's attribute. Only writes: what a method saves of its
