@@ -13,7 +13,9 @@ class ArgumentMutation(FormRule):
         "The tensor belongs to the caller. When `A.forward` computes `y = x * w` (saving `x`) and then calls "
         "`self.b(x)` whose `forward` does `x.clamp_()`, backward() raises and the traceback points at neither; when "
         "the caller reads `x` again after the call (a skip connection), it silently sees the modified values. The "
-        "finding is on the write inside the callee, with the caller's line as the reason."
+        "finding is on the write inside the callee, with the caller's line as the reason. A method's write into "
+        "a tensor its object holds (MoCo's `self._dequeue_and_enqueue(k)` writing `self.queue` after `forward` "
+        "multiplied by it) is its caller's write into that attribute."
     )
     bad = """\
 import torch

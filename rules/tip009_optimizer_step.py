@@ -22,7 +22,9 @@ class OptimizerStepBetweenBackwards(FormRule):
         "counts. A loss recomputed after the step saves the new versions and is fine. The same in-place update "
         "silently changes a `state_dict()` kept as a snapshot (`best = model.state_dict()` in an epoch loop: its "
         "tensors are the parameters, so loading it after training loads the last weights); that finding is on "
-        "the `state_dict()` call, and a `copy.deepcopy` of it is the fix."
+        "the `state_dict()` call, and a `copy.deepcopy` of it is the fix. `model.load_state_dict(weights)` "
+        "copies into the parameters in place as a step does: MAML code that resets the adapted weights before the "
+        "meta-loss's backward() raises the same way."
     )
     bad = """\
 import torch
