@@ -38,6 +38,7 @@ from .values import (
     options_of,
     with_graph,
 )
+from .vocabulary import WEIGHT_SAVED_FOR_INPUT_GRAD
 
 if TYPE_CHECKING:
     from .protocols import Interpreter
@@ -299,6 +300,8 @@ class ModuleFactory:
         an optimizer step before the backward through it rewrites what the graph expects."""
         if not module.params or not self.i.grad_enabled:
             return set()
+        if module.kind in WEIGHT_SAVED_FOR_INPUT_GRAD and value.grad is Grad.NO:
+            return set()  # `nn.Linear(3, 1)(torch.randn(2, 3))`: only the input is kept, for the weight's gradient
         return {self.i.save(state, value, label, "its parameters", call, storages=module.params).order}
 
     def rewrite_own_weight(self, module: Module, call: cst.Call, label: str, state: State) -> None:

@@ -110,5 +110,9 @@ INFERENCE_MODE = frozenset({"torch.inference_mode", "torch.autograd.inference_mo
 GRAD_ON = frozenset({"torch.enable_grad", "torch.autograd.enable_grad"})
 SET_GRAD = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled"})
 AUTOCAST = frozenset({"torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast"})
+# Modules whose weight autograd saves only for their input's gradient: `linear` runs as
+# `addmm`/`mm`, whose derivatives save `mat2` only when `mat1` requires grad. (Convolutions and
+# norms compute all their gradients in one backward that keeps the weight whatever the input.)
+WEIGHT_SAVED_FOR_INPUT_GRAD = frozenset({"Linear", "LazyLinear"})
 # In-place helpers that run under no_grad themselves and are meant for initialisation.
 SAFE_INPLACE_PREFIXES = ("torch.nn.init.", "torch.nn.utils.")
