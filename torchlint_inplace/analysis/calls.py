@@ -409,8 +409,12 @@ class CallEvaluator:
             and member.bound is not None
             and is_property(member.ref.node)
         ):
-            return self.call_project(member.ref, self.i.ctx.implicit_call(expr), Args(), state, member.bound)
+            return self.run_getter(member.ref, expr, member.bound, state)
         return member
+
+    def run_getter(self, getter: FunctionRef, expr: cst.BaseExpression, bound: Value, state: State) -> Value:
+        """The property `getter` of `bound`, called where `expr` reads it."""
+        return self.call_project(getter, self.i.ctx.implicit_call(expr), Args(), state, bound)
 
     def module_attribute(self, module: Module, attr: str) -> Value:
         setting = module.setting(attr)  # a torch module's table settings, a dataclass's fields as passed
@@ -567,8 +571,7 @@ class CallEvaluator:
         if defined is not None:
             bound = self.as_assigned(module, receiver_expr, state)
             if is_property(defined.node):  # `self.norm1(x)`: the getter's module, called
-                got = self.call_project(defined, self.i.ctx.implicit_call(call.func), Args(), state, bound)
-                return self.call_value(got, call, args, state)
+                return self.call_value(self.run_getter(defined, call.func, bound, state), call, args, state)
             return self.call_project(defined, call, args, state, bound)
         if method in _SELF_RETURNING:
             return module

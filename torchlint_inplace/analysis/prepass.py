@@ -421,10 +421,7 @@ class _Scanner:
         for func in self.functions:
             body = (_start(func.body[0]), _end(func))
             varargs = {arg.arg for arg in (func.args.vararg, func.args.kwarg) if arg is not None}
-            method = id(func) in methods
-            params = self._params(func, method)
-            every = [arg.arg for arg in (*func.args.posonlyargs, *func.args.args)]
-            owner = every[0] if method and every and params[:1] != every[:1] else None
+            owner, params = self._params(func, id(func) in methods)
             scopes.append(_Scope(body, [*params, *varargs], self._no_grad(func), varargs=varargs, owner=owner))
         for lam in self.lambdas:  # a lambda is a function too (`lambda m, i, o: o.mul_(2)` as a hook)
             args = lam.args
@@ -472,11 +469,12 @@ class _Scanner:
             and func.id not in self.defined
         )
 
-    def _params(self, func: ast.FunctionDef | ast.AsyncFunctionDef, method: bool) -> list[str]:
+    def _params(self, func: ast.FunctionDef | ast.AsyncFunctionDef, method: bool) -> tuple[str | None, list[str]]:
+        """A method's first parameter (`self` / `cls` / `ctx`), apart, and the others."""
         args = func.args
         params = [arg.arg for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
         static = any(_dotted(decorator) == "staticmethod" for decorator in func.decorator_list)
-        return params[1:] if method and params and not static else params  # self / cls / ctx
+        return (params[0], params[1:]) if method and params and not static else (None, params)
 
     def _no_grad(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         decorated = any(

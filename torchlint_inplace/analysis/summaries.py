@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from .conditions import Condition
@@ -152,13 +153,18 @@ class SummaryRecorder:
             for rank, storage in enumerate(sorted(option.params))
         }
         self.summary = Summary(params=self.names, slots=self.by_storage, module_slots=module_slots, cells=self.cells)
-        # The tensors an object argument holds as attributes (MoCo's `self.queue`, which a
-        # helper method rewrites after `forward` saved it), by name: a write into them is the
-        # caller's write into that object's attribute. Only writes: what a method saves of its
-        # object's tensors is the object's (`stable_saves`).
-        self.attributes: dict[int, Slot] = {
+        self._values = tuple(params.values())
+
+    @cached_property
+    def attributes(self) -> dict[int, Slot]:
+        """The tensors an object argument holds as attributes (MoCo's `self.queue`, which a
+        helper method rewrites after `forward` saved it), by name: a write into them is the
+        caller's write into that object's attribute. Only writes: what a method saves of its
+        object's tensors is the object's (`stable_saves`). Made at the first write that needs
+        it, not for every run."""
+        return {
             storage: (index, name)
-            for index, value in enumerate(params.values())
+            for index, value in enumerate(self._values)
             for _, option in options_of(value)
             if isinstance(option, Module) and option.instance is not None and not option.is_container
             for name, attr in option.instance.attrs.items()
