@@ -14,7 +14,9 @@ class IndexAssignment(FormRule):
         "version counter shared by `x` and all its views. If an earlier op saved `x` (or a view of it) "
         "for backward, `backward()` raises 'one of the variables needed for gradient computation has "
         "been modified by an inplace operation'. This is the most common shape of the bug: a mask or a "
-        "buffer used in a product and then updated in place."
+        "buffer used in a product and then updated in place. Integer tensors count too: an `nn.Embedding` "
+        "keeps the token ids it looked up for its weight's gradient, so writing predicted tokens into them "
+        "before backward raises."
     )
     bad = """\
 import torch

@@ -13,8 +13,9 @@ class InplaceActivation(FormRule):
         "An inplace activation overwrites its input. That is fine after `conv -> bn`, whose output nobody saved "
         "or reads again, and is why torchvision uses it. It breaks when the input was saved by the op that made it "
         "(`sigmoid`, `tanh`, another ReLU's result: backward() raises), when the same tensor is read again later "
-        "(a residual `identity = x; out = relu(x); out + identity` silently adds the rectified tensor), or when the "
-        "same inplace module is applied twice to one tensor. The finding points at where the module was made "
+        "(a residual `identity = x; out = relu(x); out + identity` silently adds the rectified tensor, or a forward "
+        "hook kept the layer's output in a dict, a list or an attribute of a hook object, read after the forward), "
+        "or when the same inplace module is applied twice to one tensor. The finding points at where the module was made "
         "in place (the `inplace=True` a user edits, wherever construction code put it), with the call that ran "
         "it as a related location; a functional's is its call."
     )

@@ -15,7 +15,9 @@ class ArgumentMutation(FormRule):
         "the caller reads `x` again after the call (a skip connection), it silently sees the modified values. The "
         "finding is on the write inside the callee, with the caller's line as the reason. A method's write into "
         "a tensor its object holds (MoCo's `self._dequeue_and_enqueue(k)` writing `self.queue` after `forward` "
-        "multiplied by it) is its caller's write into that attribute."
+        "multiplied by it) is its caller's write into that attribute; so is a layer's forward redrawing a buffer in "
+        "place (a noisy layer's `self.epsilon_weight.normal_()`) that its previous call saved, when the caller "
+        "runs the network twice before backward."
     )
     bad = """\
 import torch

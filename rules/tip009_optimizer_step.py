@@ -24,7 +24,10 @@ class OptimizerStepBetweenBackwards(FormRule):
         "tensors are the parameters, so loading it after training loads the last weights); that finding is on "
         "the `state_dict()` call, and a `copy.deepcopy` of it is the fix. `model.load_state_dict(weights)` "
         "copies into the parameters in place as a step does: MAML code that resets the adapted weights before the "
-        "meta-loss's backward() raises the same way."
+        "meta-loss's backward() raises the same way. `copy.copy(model)` is another object on the same "
+        "parameters: an optimizer over the copy trains the original, which its holders then read with the "
+        'trained weights (a "fresh" model per epoch that starts from the last); that finding is on the '
+        "`copy.copy` call, and `copy.deepcopy` is the fix."
     )
     bad = """\
 import torch

@@ -103,7 +103,8 @@ Keys of the JSON document
     probed in training mode with default parameters (which require grad) and the
     first constructor template of ``MODULE_CTOR_TEMPLATES`` and input shape of
     ``MODULE_INPUT_SHAPES`` that work; modules taking several inputs (losses,
-    attention) get that many same-shaped tensors, and only the first is "input".
+    attention) get that many same-shaped tensors, and only the first is "input"; a module
+    no float input runs is tried on integer indices (``Embedding``).
     A module returning a tuple also has ``"outputs"``: its structure as nested lists,
     each tensor ``true`` when it is the one saved (LSTM: ``[true, [false, false]]``).
     A module whose output is its input, or a view of it (``Identity``, ``Flatten``), has
@@ -268,7 +269,11 @@ MODULE_INPUT_SHAPES: tuple[tuple[int, ...], ...] = (
 MODULE_INPUT_COUNTS = (1, 2, 3)
 # Input values: away from zero (log, division), then inside (0, 1) for the probability losses
 # (BCELoss refuses values above 1).
-MODULE_INPUT_RANGES: tuple[tuple[float, float], ...] = ((0.5, 1.5), (0.1, 0.9))
+# Last, integer indices below the smallest constructor size: `Embedding` and `EmbeddingBag`
+# take them, and keep them for their weight's gradient (a write to the token ids before
+# backward raises).
+MODULE_INDEX_RANGE = (0.0, 4.0)
+MODULE_INPUT_RANGES: tuple[tuple[float, float], ...] = ((0.5, 1.5), (0.1, 0.9), MODULE_INDEX_RANGE)
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -759,7 +764,10 @@ def probe_module(cls: type) -> dict[str, Any] | None:
             continue
         for (low, high), shape, count in itertools.product(MODULE_INPUT_RANGES, MODULE_INPUT_SHAPES, MODULE_INPUT_COUNTS):
             torch.manual_seed(0)
-            data = (torch.rand(shape) * (high - low) + low).requires_grad_(True)
+            if (low, high) == MODULE_INDEX_RANGE:
+                data = torch.randint(int(low), int(high), shape)  # indices cannot require grad
+            else:
+                data = (torch.rand(shape) * (high - low) + low).requires_grad_(True)
             others = [torch.rand(shape) * (high - low) + low for _ in range(count - 1)]
             try:
                 result, packed = run_saving(lambda: module(data, *others))

@@ -197,6 +197,23 @@ TRACER_GAPS = {
         "realworld/k2_pg_travel_ppo_critic_step_before_actor_backward/main.py::safe_one_backward_then_both_steps",
         "fail-fast",
     ): (_PENDING_KEPT),
+    ("tip002/layers_from_star_import/model.py::raises_rows_written_into_relu_output", None): _RULE_BY_TEXT,
+    ("tip007/forward_redraws_saved_buffer.py::raises_second_forward_redraws_saved_noise", None): _RULE_BY_TEXT,
+    (
+        "realworld/l2_drl_handson_noisy_linear_epsilon_resampled/train_model_conv.py::raises_second_forward_redraws_saved_noise",
+        None,
+    ): _RULE_BY_TEXT,
+    (
+        "realworld/l3_gfdn_gnn_relu_output_index_write/run_gfdn.py::raises_train_step_writes_relu_outputs",
+        None,
+    ): _RULE_BY_TEXT,
+    (
+        "realworld/l3_tslib_timesnet_x_enc_stdev/run.py::safe_imputation_divides_in_place_but_stdev_is_detached",
+        "fail-fast",
+    ): (
+        "fail-fast refuses `x_enc /= stdev`: `x_enc * x_enc` saved `x_enc` for a graph the detached `stdev` was cut"
+        " from, still referenced, though no backward goes through it"
+    ),
     ("realworld/option_critic_stale_state.py::safe_action_head_reads_state_data", "fail-fast"): (
         "fail-fast counts a graph still referenced as pending (`state`'s, carried to the next step, which the next loss"
         " reaches only through `state.data`), so the update is refused"
@@ -219,8 +236,41 @@ _CALLER_OF_CALLER = (
     "the write is two calls down (`spline_weights` hands `values` to the `spline` it was given), and the frame that reads"
     " the tensor again is the caller's caller, at its next call"
 )
+_HOOK_OBJECT = (
+    "the written tensor is held by an attribute of a hook object (`saver.outputs`, `sf.features`), which the model's"
+    " forward called; the frame that reads it again holds the object, not the tensor"
+)
+_SHALLOW_COPY = (
+    "the write is an optimizer step over a `copy.copy` of the model, inside torch; the original is read again through"
+    " the object holding it (`self.pred_model`), not as a tensor a caller frame of the step holds"
+)
 # Silent drivers whose corruption the tracer does not report yet, and what it would take.
 SILENT_GAPS = {
+    **{
+        f"tip004/hook_object_keeps_module_output.py::{driver}": _HOOK_OBJECT
+        for driver in (
+            "silent_saved_outputs_rectified",
+            "silent_saved_features_rectified",
+            "silent_extracted_features_rectified",
+        )
+    },
+    "tip009/module_shallow_copy_trained.py::silent_original_trained_through_shallow_copy": _SHALLOW_COPY,
+    "realworld/l2_dvrl_copy_copy_pred_model/train.py::silent_pred_model_trained_through_shallow_copy": _SHALLOW_COPY,
+    **{
+        f"realworld/l1_torchvision_save_image_grid_mul_/show_grid.py::{driver}": (
+            "the write is into the grid `make_grid` returned, for one image a view of the caller's tensor, and the"
+            " caller reads the tensor it passed, not the view written"
+        )
+        for driver in ("silent_save_image_rescales_callers_grid", "silent_save_single_image_then_reuse")
+    },
+    "realworld/l2_maml_plus_plus_backup_running_statistics/train_maml_system.py::silent_validation_statistics_survive_restore_backup_stats": (
+        "the write is `F.batch_norm`'s update of its running statistics, inside torch, and the alias a `copy.copy`"
+        " kept in another attribute (`backup_running_mean`), read by a later method"
+    ),
+    "realworld/l3_fastai2_audio_signal_shifter_audio_orig/nb_01_augment.py::silent_add_noise_gets_clip_shifted_20_times": (
+        "the written signal is held in a tuple inside the caller's `AudioItem`, reached through a property, and read"
+        " again by a later transform"
+    ),
     "tip004/hook_fills_a_module_level_dict.py::silent_stored_activations_rectified": _HELD_ELSEWHERE,
     "realworld/k3_pyg_node_offsets_tensor_num_nodes/hetero_to_networkx.py::silent_to_networkx_shifts_edges_by_corrupted_offsets": (
         _HELD_ELSEWHERE

@@ -63,17 +63,20 @@ from .values import (
     as_tensor,
     collapse,
     deep_copied,
+    deep_copied_module,
     element_of,
     fresh_id,
     fresh_storage,
     grad_of,
     graph_of,
     is_container,
+    is_object,
     is_project_object,
     is_tensor,
     is_tensor_val,
     merge_all,
     merge_values,
+    object_slot,
     options_of,
     reachable,
     tensors_in,
@@ -177,11 +180,18 @@ class CallEvaluator:
         if qualname in _TYPE_CASTS:  # `cast(list[Tensor], xs)` is `xs`
             args = self.arguments(call, state)
             return args.positional[-1] if args.positional else NOT_TENSOR
+        if qualname == "copy.copy" and len(call.args) == 1:
+            args = self.arguments(call, state)
+            source = collapse(args.positional[0]) if args.positional else NOT_TENSOR
+            if isinstance(source, Module) and source.params:  # a shallow copy shares the parameters
+                return replace(source, ident=fresh_id(), copied=call)
         if qualname == "copy.deepcopy" and len(call.args) == 1:
             args = self.arguments(call, state)
             copied = deep_copied(args.positional[0], call) if args.positional else None
             if copied is not None:
                 return copied
+            if args.positional and isinstance(source := collapse(args.positional[0]), Module) and source.params:
+                return deep_copied_module(source)
             if isinstance(func, cst.Attribute):  # a module or an object: as any library call
                 return self.call_on(self.i.eval(func.value, state), func.value, func.attr.value, call, args, state)
             return self.call_value(self.i.eval(func, state), call, args, state)
@@ -629,6 +639,9 @@ class CallEvaluator:
             attribute = module.instance.attr(method)
             if attribute is not None:
                 return self.call_value(attribute, call, args, state)
+            member = self.i.engine.class_member(module.instance.cls, method, module)
+            if isinstance(member, (Klass, Func, Partial)):  # a class attribute (`self.handle_class()`)
+                return self.call_value(member, call, args, state)
         return self.opaque_result(args, state)
 
     def as_assigned(self, module: Module, receiver_expr: cst.BaseExpression, state: State) -> Module:
@@ -1363,20 +1376,29 @@ class CallEvaluator:
                     value = value.get(step) or NOT_TENSOR
                 elif isinstance(value, Module) and isinstance(step, str):
                     value = self.module_attribute(value, step)
+                elif isinstance(value, Module) and isinstance(step, int) and value.items is not None:
+                    value = value.items[step] if step < len(value.items) else NOT_TENSOR
                 elif isinstance(value, Val) and value.items is not None and isinstance(step, int):
                     value = value.items[step] if step < len(value.items) else element_of(value)
                 else:
                     return NOT_TENSOR
             return value
 
+        # The callee ran on the instance's parameters and buffers; the object it was called on
+        # names its own.
+        owner = collapse(bound) if bound is not None else None
+        own = owner.own_storages if isinstance(owner, Module) and not _same_self(owner, state) else _unchanged
         for write in summary.writes if apply_writes else ():
             value = collapse(resolve(write.slot))
             if not is_tensor_val(value):
                 continue
+            value = replace(value, storages=own(value.storages))
             if write.hidden is not None:
                 value = value.detached(write.hidden)
             argument = exprs[_argument(write.slot)] if _argument(write.slot) < len(exprs) else None
-            attribute = _attribute_written(write.slot, call, binding, argument, self.i.ctx)
+            module_call = ref.node.name.value == "forward" and ref.cls is not None
+            called = ref.node.name.value in ("forward", "__call__") and ref.cls is not None  # the object itself
+            attribute = _attribute_written(write.slot, call, binding, argument, self.i.ctx, called)
             if attribute is not None:
                 # The callee ran on the object itself and reported what the tensor is (a leaf, an
                 # expanded view); here only what the caller did with it before the call counts.
@@ -1405,7 +1427,6 @@ class CallEvaluator:
                 new_tensors = [
                     tensor for tensor in tensors_in(summary.returned) if not tensor.storages <= summary.slots.keys()
                 ]
-                module_call = ref.node.name.value == "forward" and ref.cls is not None
                 discarded = call is self.i.discarded and not new_tensors and not module_call
                 updater = discarded or write.deliberate or self.asked_for(summary, write, binding)
                 intended = names_read(argument) if argument is not None and updater else set()
@@ -1445,9 +1466,6 @@ class CallEvaluator:
                 state.escaped |= value.graph
         made: set[int] = set()
         renumbered: dict[int, int] = {}  # a callee save's order -> the caller's record of it
-        # The callee ran on the instance's parameters; the object it was called on names its own.
-        owner = collapse(bound) if bound is not None else None
-        own = owner.own_storages if isinstance(owner, Module) and not _same_self(owner, state) else _unchanged
         if self.i.grad_enabled:
             graph_args = max((grad_of(value) for value in values), default=Grad.NO) > Grad.UNKNOWN
             for slot, records in summary.saves.items():
@@ -1587,11 +1605,19 @@ class CallEvaluator:
         self, name: str, value: Value, pending: PendingWrite | None, mapping: dict[int, Val], state: State
     ) -> None:
         """A list or dict of another scope that a callee filled (`Summary.outer`): its owner's
-        names (same cell) see what it holds now, and stale if a hidden write rewrote it since."""
-        self.i.rebind_container(cst.Name(name), value, value, state)
+        names (same cell) see what it holds now, and stale if a hidden write rewrote it since.
+        An attribute of an object no name held where it changed (`object_slot`) is its holders'
+        `<name>.<attribute>` here, and still handed up for holders further out."""
+        self.i.rebind_named(name, value, value, state)
         owners = {name}
         plain = name.removeprefix(OUTER)
-        if (
+        ident, _, attr = plain.partition(".")
+        if attr and ident.startswith("#"):
+            holders = [other for other, held in state.env.items() if is_object(held, ident)]
+            for holder in holders:
+                state.env[f"{holder}.{attr}"] = value
+                owners.add(f"{holder}.{attr}")
+        elif (
             self.i.recorder is None
             and isinstance(value, (Val, DictVal))
             and is_container(state.env.get(plain, NOT_TENSOR))
@@ -1609,21 +1635,30 @@ class CallEvaluator:
                 state.stale.setdefault(other, replace(pending, held=held or pending.held))
 
     def update_receiver(self, bound: Value, call: cst.Call, updates: dict[str, Value], state: State) -> None:
-        """`registry.register_module(module=nn.ReLU)`, `memory.create_tensor(...)`: what a method
-        bound to `self` is the caller's object afterwards, where the caller holds it by a name. The
-        instance is copied, not changed: the memo shares one among the sites that build it alike."""
-        owner = dotted(call.func.value) if isinstance(call.func, cst.Attribute) else None
-        if owner is None or not isinstance(bound, Module) or bound.instance is None:
+        """`registry.register_module(module=nn.ReLU)`, `memory.create_tensor(...)`, `saver(...)`:
+        what a method bound to `self` is the caller's object afterwards, where the caller holds it
+        by a name. The instance is copied, not changed: the memo shares one among the sites that
+        build it alike. An object no name holds here (a forward hook's, called inside the model)
+        hands the tensors its attributes took up to the callers that hold it (`object_slot`)."""
+        if not isinstance(bound, Module) or bound.instance is None:
             return
-        # a module-level name (`ACTIVATION_LAYERS`) is the caller's from now on
-        held = state.env.get(owner, bound if "." not in owner else None)
+        receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
         attrs = bound.instance.attrs
-        if not isinstance(held, Module) or (held.instance is not bound.instance and held.ident != bound.ident):
+        for owner in (dotted(call.func), dotted(receiver) if receiver is not None else None):
+            if owner is None:
+                continue
+            # a module-level name (`ACTIVATION_LAYERS`) is the caller's from now on
+            held = state.env.get(owner, bound if "." not in owner and owner != dotted(call.func) else None)
+            if not isinstance(held, Module) or (held.instance is not bound.instance and held.ident != bound.ident):
+                continue
+            if not all(name in attrs and attrs[name] == value for name, value in updates.items()):
+                state.env[owner] = _with_attrs(held, updates)
+            for name in updates:
+                state.env.pop(f"{owner}.{name}", None)  # what this run bound before the call is older now
             return
-        if not all(name in attrs and attrs[name] == value for name, value in updates.items()):
-            state.env[owner] = _with_attrs(held, updates)
-        for name in updates:
-            state.env.pop(f"{owner}.{name}", None)  # what this run bound before the call is older now
+        for name, value in updates.items():
+            if tensors_in(value):
+                state.env[object_slot(bound, name)] = value
 
     def update_enclosed(self, held: Module, updates: dict[str, Value], state: State) -> None:
         """`_register`, the function `register_module()` hands a class decorator: what a nested
@@ -1901,7 +1936,8 @@ def _made_anew(
         return value
     if value.instance is not None:
         pairs = tuple((inner, min(new(outer))) for inner, outer in value.renamed)
-        return replace(value, ident=fresh_id(), params=frozenset(n for _, n in pairs), renamed=pairs)
+        params = frozenset(n for (_, outer), (_, n) in zip(value.renamed, pairs, strict=True) if outer in value.params)
+        return replace(value, ident=fresh_id(), params=params, renamed=pairs)
     items = (
         tuple(_made_anew(item, summary, mapping, resolve, again) for item in value.items)
         if value.items is not None
@@ -1935,22 +1971,30 @@ def _caller_cell(cell: int | None, summary: Summary, resolve: Callable[[Slot], V
 
 
 def _attribute_written(
-    slot: Slot, call: cst.Call, binding: Binding, argument: cst.BaseExpression | None, ctx: FileContext
+    slot: Slot,
+    call: cst.Call,
+    binding: Binding,
+    argument: cst.BaseExpression | None,
+    ctx: FileContext,
+    called: bool,
 ) -> str | None:
     """A callee's write into an attribute of an object it was given, as the caller's code:
-    `self.queue` for `self._dequeue_and_enqueue(k)`, `memory.bank` for `update(memory, x)`."""
+    `self.queue` for `self._dequeue_and_enqueue(k)`, `memory.bank` for `update(memory, x)`,
+    `net.fc_val[2].epsilon_weight` for `net(x)`."""
     params = list(binding.values)
-    if len(slot) != 2 or not isinstance(slot[1], str) or _argument(slot) >= len(params):
+    if len(slot) < 2 or not isinstance(slot[-1], str) or _argument(slot) >= len(params):
         return None
     if not isinstance(collapse(binding.values[params[_argument(slot)]]), Module):
         return None  # an entry of a dict
     if argument is not None:
         owner = ctx.code_of(argument)
+    elif _argument(slot) == 0 and called:
+        owner = ctx.code_of(call.func)  # the module or callable object called
     elif _argument(slot) == 0 and isinstance(call.func, cst.Attribute):
         owner = ctx.code_of(call.func.value)  # the object the method was called on
     else:
         owner = params[_argument(slot)]
-    return f"{owner}.{slot[1]}"
+    return owner + "".join(f".{step}" if isinstance(step, str) else f"[{step}]" for step in slot[1:])
 
 
 def _spread_entry(call: cst.Call, params: list[str], index: int) -> str | None:
@@ -2017,9 +2061,10 @@ def _string_method(text: str, method: str, args: Args) -> Value:
         result = getattr(text, method)(*positional, **keywords)
     except (TypeError, ValueError, LookupError, AttributeError):  # `"{missing}".format()`
         return NOT_TENSOR
-    if method in _BUILDING_METHODS and not (isinstance(result, str) and result.replace(".", "_").isidentifier()):
-        # a name the code builds (`"Encoder{}".format(kind)`, `"conv{}".format(i)`) is looked up; a
-        # message is not, and known it would only tell apart runs of a logger (timm: +20%)
+    if method in _BUILDING_METHODS and not (isinstance(result, str) and _CODE_LIKE.fullmatch(result)):
+        # a name the code builds (`"Encoder{}".format(kind)`, `"conv{}".format(i)`) is looked up,
+        # and code it builds to `eval` (`'self._encoder.{}.register_forward_hook(h)'.format(layer)`)
+        # run; a message is not, and known it would only tell apart runs of a logger (timm: +20%)
         return NOT_TENSOR
     if isinstance(result, list):
         return Val(items=tuple(Const(part) for part in result), cell=fresh_id())
@@ -2029,6 +2074,9 @@ def _string_method(text: str, method: str, args: Args) -> Value:
 
 
 _UNKNOWN = object()
+# A name, a dotted path, or a call or subscript on one, without spaces: what code builds to look
+# up or evaluate, unlike a message.
+_CODE_LIKE = re.compile(r"[A-Za-z_][\w.\[\]()'\",]*")
 _LARGE_WIDTH = re.compile(r"\d{4}")
 
 

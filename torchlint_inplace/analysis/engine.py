@@ -160,6 +160,8 @@ class Engine:
             return self.imported(ctx, name)
         if name in ctx.assignments:
             return NOT_TENSOR  # read while its own value is evaluated
+        if ctx.imports.stars and self.project.resolve_name(ctx, name) is not None:
+            return self.imported(ctx, name)  # `from GNN import *`
         if name in _BUILTINS:
             return Func(name, qualname=f"builtins.{name}")
         return NOT_TENSOR
@@ -230,15 +232,20 @@ class Engine:
         )
 
     def class_attribute(self, owners: list[ClassInfo], attr: str) -> Value:
-        """`attr` as the first class body among `owners` assigns it (`expansion = 4`)."""
+        """`attr` as the first class among `owners` that assigns it has it (`expansion = 4`):
+        what the module assigns to it after the class (`Extractor.handle_class = Handle`), else
+        its body's."""
         for owner in owners:
+            ctx = self.project.class_file(owner)
+            patched = ctx.class_assignments.get((owner.name, attr)) if ctx is not None else None
+            if ctx is not None and patched is not None and ctx.classes.get(owner.name) is owner:
+                return self.evaluate_once(ctx, patched)
             for statement in owner.node.body.body if isinstance(owner.node.body, cst.IndentedBlock) else ():
                 if isinstance(statement, cst.SimpleStatementLine):
                     for small in statement.body:
                         if isinstance(small, cst.Assign) and any(
                             isinstance(t.target, cst.Name) and t.target.value == attr for t in small.targets
                         ):
-                            ctx = self.project.class_file(owner)
                             if ctx is not None:
                                 return self.evaluate_once(ctx, small.value)
         return NOT_TENSOR
@@ -512,7 +519,7 @@ class Engine:
         # What it saved of its object's parameters, and of the modules it was handed
         # (`do_learning_fix_step(model, ...)` returning a loss through `model`): the caller's own.
         stable = frozenset().union(
-            instance.params if instance is not None else frozenset(),
+            instance.owned if instance is not None else frozenset(),
             *(
                 option.params
                 for value in params.values()
@@ -598,13 +605,13 @@ class Engine:
             kind = instance.container.kind
         # A container's items run as they are, on the instance's storages; a class with methods
         # runs through its summaries, which `Module.own_storages` translates.
-        renamed = () if kind is not None else tuple((storage, fresh_id()) for storage in sorted(instance.params))
+        renamed = () if kind is not None else tuple((storage, fresh_id()) for storage in sorted(instance.owned))
         module = Module(
             kind,
             info.name,
             items=instance.container.items if kind is not None and instance.container is not None else None,
             instance=instance,
-            params=frozenset(new for _, new in renamed) if renamed else instance.params,
+            params=frozenset(new for old, new in renamed if old in instance.params) if renamed else instance.params,
             renamed=renamed,
             config=_passed_fields(init, binding) if init is not None else (),
             origin=call,
@@ -742,17 +749,16 @@ class Engine:
 
     def steps_unknown(self, ctx: FileContext) -> bool:
         """A run of the file steps an optimizer whose parameters it does not know, in a file that
-        takes `state_dict()` snapshots: a trainer's `self.optimizer`, set to None by `__init__`
-        and built by a method its script calls first (`con.set_train_model(TransE)`, then
-        `con.train()`). (Reading callers for every unknown step cost timm 10%.)"""
-        return (
-            any(
-                isinstance(event, Step) and event.storages is None
-                for summary in self.runs_of(ctx)
-                for event in summary.training
-            )
-            and "state_dict" in ctx.words(ctx.module).names
-        )
+        takes `state_dict()` snapshots or copies modules: a trainer's `self.optimizer`, set to
+        None by `__init__` and built by a method its script calls first
+        (`con.set_train_model(TransE)`, then `con.train()`); an optimizer over
+        `copy.copy(self.pred_model)`, the model the script gave. (Reading callers for every
+        unknown step cost timm 10%.)"""
+        return any(
+            isinstance(event, Step) and event.storages is None
+            for summary in self.runs_of(ctx)
+            for event in summary.training
+        ) and bool({"state_dict", "copy"} & ctx.words(ctx.module).names)
 
     def writes_arguments(self, ctx: FileContext, through: str | None = None) -> bool:
         """A function of the file writes its arguments, or ones nobody here passes (`through`:

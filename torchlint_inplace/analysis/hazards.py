@@ -163,10 +163,10 @@ def multi_view_reason(path: str, method: str, found: Located) -> Reason:
     )
 
 
-def stale_reason(path: str, name: str, read_at: Span, held: bool, advice: str) -> Reason:
+def stale_reason(path: str, name: str, read_at: Span, held: bool, advice: str, kept: str = "the same tensor") -> Reason:
     refers = "holds" if held else "refers to"
     return Reason(
-        f"`{name}` still {refers} the same tensor and is read again at line {read_at.start.line}, where it silently sees the modified values",
+        f"`{name}` still {refers} {kept} and is read again at line {read_at.start.line}, where it silently sees the modified values",
         f"silently changes `{name}` read at line {read_at.start.line}",
         (Related(path, read_at, f"`{name}` is read here after the in-place write"),),
         advice,

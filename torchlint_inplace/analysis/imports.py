@@ -62,6 +62,8 @@ class Imports:
         self.aliases: dict[str, str] = {}
         # `from .layers import Clip`: local name -> (level, module, imported name)
         self.relative: dict[str, tuple[int, str, str]] = {}
+        # `from GNN import *`, `from .layers import *`: (level, module), in order
+        self.stars: list[tuple[int, str]] = []
 
     def add(self, node: cst.Import | cst.ImportFrom) -> None:
         if isinstance(node, cst.Import):
@@ -69,9 +71,10 @@ class Imports:
                 local = bound_name(alias)
                 self.aliases[local] = _module_name(alias.name) if alias.asname is not None else local
             return
-        if isinstance(node.names, cst.ImportStar):
-            return
         base = _module_name(node.module) if node.module is not None else ""
+        if isinstance(node.names, cst.ImportStar):
+            self.stars.append((len(node.relative), base))
+            return
         if node.relative:
             for alias in node.names:
                 self.relative[bound_name(alias)] = (len(node.relative), base, _module_name(alias.name))

@@ -29,6 +29,9 @@ class Instance:
     built: Summary | None = None  # the run of `__init__`: its findings and the runs it reached
     label: str = ""
     classes: frozenset[ClassInfo] = frozenset()  # its own class and every one built to build it
+    # `owned` as last computed, for the attributes and container it was computed from: every run
+    # of a method asks for it, and a model's layers are many.
+    _owned: tuple[int, int, frozenset[int]] | None = field(default=None, init=False, repr=False)
 
     def attr(self, name: str) -> Value | None:
         return self.attrs.get(name)
@@ -41,6 +44,43 @@ class Instance:
         if self.container is not None:
             found |= self.container.params
         return frozenset(found)
+
+    @property
+    def owned(self) -> frozenset[int]:
+        """Its parameters and the other tensors it holds as attributes (buffers: NoisyLinear's
+        `epsilon_weight`, which each forward redraws in place): what a run of a method saves of
+        them is still saved when the method runs again, and each object built from this
+        instance has its own (`Module.renamed`)."""
+        key = (id(self.attrs), id(self.container))
+        if self._owned is None or self._owned[:2] != key:
+            self._owned = (*key, self.owned_apart_from(set()))
+        return self._owned[2]
+
+    def owned_apart_from(self, seen: set[int]) -> frozenset[int]:
+        """`owned`, not entering the instances in `seen` (a callback holding the trainer that
+        holds it)."""
+        seen.add(id(self))
+        found = set(self.params)
+        for value in self.attrs.values():
+            found |= owned_storages(value, seen)
+        return frozenset(found)
+
+
+def owned_storages(value: Value, seen: set[int]) -> frozenset[int]:
+    """The parameters and buffers a value holds (a module's, its layers', a tensor's own), as
+    the object holding them names them; the instances in `seen` are not entered again."""
+    if isinstance(value, Module):
+        found = set(value.params)
+        if value.instance is not None and id(value.instance) not in seen:
+            found |= value.own_storages(value.instance.owned_apart_from(seen))
+        for item in value.items or ():
+            found |= owned_storages(item, seen)
+        return frozenset(found)
+    if isinstance(value, Val) and value.is_tensor and value.items is None:
+        return value.storages
+    if isinstance(value, Val):
+        return frozenset().union(*(owned_storages(item, seen) for item in value.items or ()))
+    return frozenset()
 
 
 def parameters_of(value: Value) -> frozenset[int]:

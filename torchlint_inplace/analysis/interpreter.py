@@ -98,6 +98,7 @@ from .values import (
     options_of,
     other_round,
     reachable,
+    slot_of_object,
     tensor_condition,
     tensors_in,
     with_graph,
@@ -895,8 +896,10 @@ class FunctionInterpreter:
 
     def rebind_container(self, expr: cst.BaseExpression, old: Value, new: Value, state: State) -> None:
         """Every name holding the same list or dict sees the change (`append` through an alias)."""
+        self.rebind_named(dotted(expr), old, new, state)
+
+    def rebind_named(self, name: str | None, old: Value, new: Value, state: State) -> None:
         cell = getattr(old, "cell", None)
-        name = dotted(expr)
         if name is not None:
             state.env[name] = new
         if cell is None:
@@ -1312,8 +1315,9 @@ class FunctionInterpreter:
             return Const(None)
         return self.engine.global_value(self.ctx, name)
 
-    def read(self, name: str, node: cst.CSTNode, state: State) -> None:
-        """Reading a name whose tensor a hidden write changed under it: silent corruption."""
+    def read(self, name: str, node: cst.CSTNode, state: State, shown: str | None = None) -> None:
+        """Reading a name whose tensor a hidden write changed under it: silent corruption.
+        `shown`: the name as the code reads it, where `name` is an `object_slot`."""
         first = state.stale.pop(name, None)
         for pending in (first, *first.later) if first is not None else ():
             if not consistent(pending.condition | state.condition):
@@ -1321,7 +1325,8 @@ class FunctionInterpreter:
             if pending.twice and not _held_twice(state.env.get(name), pending.held):
                 _stale(state, name, replace(pending, later=()))  # still one entry: the write meant to update it
                 continue
-            reason = partial(_stale_read, self.ctx, name.removeprefix(OUTER), node, bool(pending.held), pending.advice)
+            shown = shown or name.removeprefix(OUTER)
+            reason = partial(_stale_read, self.ctx, shown, node, pending)
             hazard = Hazard(True, reason, silent=True)
             self.emit(
                 pending.form,
@@ -1355,6 +1360,11 @@ class FunctionInterpreter:
         ):
             return self.engine.torch_value(qualname)
         base = self.eval(expr.value, state) if read else self.peek(expr.value, state)
+        changed = slot_of_object(state.env, base, attr) if is_project_object(base) and not is_self(expr.value) else None
+        if changed is not None:  # `self._extractor.outputs`, which the extractor's hook filled
+            if read:
+                self.read(changed, expr, state, self.ctx.code_of(expr))
+            return state.env[changed]
         value = self.calls.attribute_of(base, attr, expr, state)
         if name is not None and name.startswith("self.") and name.count(".") == 1 and not isinstance(value, Val):
             state.env[name] = value
@@ -2222,6 +2232,6 @@ def _stale(state: State, name: str, pending: PendingWrite) -> None:
     state.stale[name] = pending if known is None else known.then(pending)
 
 
-def _stale_read(ctx: FileContext, name: str, node: cst.CSTNode, held: bool, advice: str) -> Reason:
+def _stale_read(ctx: FileContext, name: str, node: cst.CSTNode, pending: PendingWrite) -> Reason:
     """The reason of a stale read, worded (and its line located) only if a rule reports it."""
-    return stale_reason(ctx.path, name, ctx.span_of(node), held, advice)
+    return stale_reason(ctx.path, name, ctx.span_of(node), bool(pending.held), pending.advice, pending.kept)

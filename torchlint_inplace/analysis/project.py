@@ -77,6 +77,9 @@ class FileContext:
     # Module-level bindings other than defs, classes and imports: name -> the value expression
     # last assigned to it at top level (read lazily by functions of the file).
     assignments: dict[str, cst.BaseExpression] = field(default_factory=dict)
+    # Module-level `Class.attribute = value` (`FeatureExtractor.handle_class = Handle` after
+    # both classes): the class attribute every instance reads, over the class body's.
+    class_assignments: dict[tuple[str, str], cst.BaseExpression] = field(default_factory=dict)
     # Module-level names the top level changes after binding them (`LAYERS.register_module(...)`
     # in a loop, `TABLE[key] = value`): their value is what the whole top level leaves.
     mutated: frozenset[str] = frozenset()
@@ -322,6 +325,12 @@ def index_module(path: str, module: cst.Module) -> FileContext:
                 for target in small.targets:
                     if isinstance(target.target, cst.Name):
                         ctx.assignments[target.target.value] = small.value
+                    elif (
+                        isinstance(target.target, cst.Attribute)
+                        and isinstance(target.target.value, cst.Name)
+                        and target.target.value.value in ctx.classes
+                    ):
+                        ctx.class_assignments[(target.target.value.value, target.target.attr.value)] = small.value
             elif isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
                 ctx.assignments[small.target.value] = small.value
             elif isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
@@ -801,13 +810,34 @@ def _find_imported_file(ctx: FileContext, local: str) -> tuple[Path, str] | None
             base = base.parent
         return _module_file(base, module, name)
     qualname = ctx.imports.aliases.get(local)
-    if qualname is None or is_torch(qualname):
+    if qualname is None:
+        return _star_imported_file(ctx, local)
+    if is_torch(qualname):
         return None
     module, _, name = qualname.rpartition(".")
     for base in absolute_import_bases(here):
         found = _module_file(base, module, name)
         if found is not None:
             return found
+    return None
+
+
+def _star_imported_file(ctx: FileContext, local: str) -> tuple[Path, str] | None:
+    """The project file a `from module import *` took `local` from: the last such import of a
+    module binding it (`from GNN import *` bringing the layer classes a model picks)."""
+    if local.startswith("_"):
+        return None  # a star import leaves private names out
+    here = Path(ctx.path).parent
+    for level, module in reversed(ctx.imports.stars):
+        if level:
+            bases = [here.parents[level - 2] if level > 1 else here]
+        else:
+            bases = absolute_import_bases(here)
+        for base in bases:
+            folder = base.joinpath(*module.split(".")) if module else base
+            for candidate in (folder.with_suffix(".py"), folder / "__init__.py"):
+                if candidate.is_file() and local in _attributes_bound(candidate):
+                    return candidate, local
     return None
 
 

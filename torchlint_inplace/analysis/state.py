@@ -85,6 +85,7 @@ class PendingWrite:
     # (`batch["labels"] = labels`), where one was meant to keep the old values.
     twice: bool = False
     advice: str = "pass a `.clone()`, or use the out-of-place form (inplace=False)"
+    kept: str = "the same tensor"  # what the name still refers to: a module copy, its parameters
     # Writes elsewhere that changed the same tensor under the name before it was read (a
     # pipeline of augmentations each rewriting the caller's batch): each is a line to fix.
     later: tuple[PendingWrite, ...] = ()

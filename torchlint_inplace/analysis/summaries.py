@@ -125,6 +125,29 @@ def slot_storages(value: Value, base: Slot) -> dict[int, Slot]:
     return found
 
 
+def _attribute_slots(module: Module, base: Slot, found: dict[int, Slot], seen: set[int]) -> None:
+    """The tensors `module` holds as attributes, and those of its layers (NoisyLinear's buffers
+    in a model's `nn.Sequential` head), each by its path from `base`: `(0, "fc_adv", 2,
+    "epsilon_weight")`."""
+    if module.ident in seen or len(base) > _MAX_ATTRIBUTE_DEPTH:
+        return
+    seen.add(module.ident)
+    children: list[tuple[str | int, Value]] = list(enumerate(module.items or ()))
+    if module.instance is not None:
+        children += [(name, module.owned(attr)) for name, attr in module.instance.attrs.items()]
+    for step, child in children:
+        for _, option in options_of(child):
+            if isinstance(option, Val) and option.is_tensor and option.items is None:
+                for storage in option.storages:
+                    found.setdefault(storage, (*base, step))
+            elif isinstance(option, Module):
+                _attribute_slots(option, (*base, step), found, seen)
+
+
+# How deep in an object's layers its tensors are followed: a model, its head, the head's layer.
+_MAX_ATTRIBUTE_DEPTH = 4
+
+
 class SummaryRecorder:
     """Collects a summary while the interpreter runs a body with the arguments of one context."""
 
@@ -162,15 +185,12 @@ class SummaryRecorder:
         caller's write into that object's attribute. Only writes: what a method saves of its
         object's tensors is the object's (`stable_saves`). Made at the first write that needs
         it, not for every run."""
-        return {
-            storage: (index, name)
-            for index, value in enumerate(self._values)
-            for _, option in options_of(value)
-            if isinstance(option, Module) and option.instance is not None and not option.is_container
-            for name, attr in option.instance.attrs.items()
-            if isinstance(attr, Val) and attr.items is None
-            for storage in attr.storages
-        }
+        found: dict[int, Slot] = {}
+        for index, value in enumerate(self._values):
+            for _, option in options_of(value):
+                if isinstance(option, Module) and option.instance is not None and not option.is_container:
+                    _attribute_slots(option, (index,), found, set())
+        return found
 
     def slots_of(self, storages: frozenset[int]) -> list[Slot]:
         return sorted({self.by_storage[storage] for storage in storages if storage in self.by_storage}, key=repr)

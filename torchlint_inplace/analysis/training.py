@@ -12,6 +12,7 @@ alive. A loss recomputed after the step saves the new versions and is fine.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -131,6 +132,37 @@ class TrainingLoop:
             earlier = state.stale.get(name)
             if kept and (earlier is None or earlier.form is Form.OPTIMIZER_STEP):
                 state.stale[name] = self.snapshot_rewritten(kept, step)
+        self.copies_stepped(step, state)
+
+    def copies_stepped(self, step: Step, state: State) -> None:
+        """A step over a `copy.copy(model)` rewrites the parameters the copy shares with
+        `model`: its holders read the trained weights from now on (DVRL's "fresh" predictor of
+        each epoch starts from the last one's)."""
+        assert step.storages is not None
+        copies = [
+            value
+            for value in state.env.values()
+            if isinstance(value, Module) and value.copied is not None and value.params & step.storages
+        ]
+        for copy in copies:
+            for name, value in state.env.items():
+                if (  # the module copied, not the objects holding it
+                    isinstance(value, Module)
+                    and value.copied is None
+                    and value.params == copy.params
+                    and name not in state.stale
+                ):
+                    assert copy.copied is not None
+                    shares = f"the parameters `{self.i.ctx.code_of(copy.copied)}` shares"
+                    state.stale[name] = replace(
+                        self.rewritten_under(
+                            copy.copied,
+                            step,
+                            frozenset(),
+                            "`copy.deepcopy(...)` it: `copy.copy` of a module shares its parameters",
+                        ),
+                        kept=shares,
+                    )
 
     def snapshot_rewritten(self, kept: list[Val], step: Step) -> PendingWrite:
         """The write a read of a kept `state_dict()` reports, at the `state_dict()` call a fix
@@ -139,8 +171,17 @@ class TrainingLoop:
         not the placeholder before it, which only a run that never improved keeps."""
         engine, path = self.i.engine, self.i.ctx.path
         located = [(engine.locate(snapshot.origin, path), snapshot) for snapshot in kept]
-        taken, snapshot = max(located, key=lambda pair: pair[0][1].start.line if pair[0] is not None else -1)
+        _, snapshot = max(located, key=lambda pair: pair[0][1].start.line if pair[0] is not None else -1)
         assert snapshot.origin is not None
+        return self.rewritten_under(
+            snapshot.origin, step, snapshot.storages, "keep a copy: `copy.deepcopy(model.state_dict())`"
+        )
+
+    def rewritten_under(self, taken: cst.CSTNode, step: Step, held: frozenset[int], advice: str) -> PendingWrite:
+        """The write a read of what `taken` gave reports, at `taken` (the call a fix copies
+        instead), the step that rewrote it related."""
+        engine = self.i.engine
+        located = engine.locate(taken, self.i.ctx.path)
         stepped = engine.locate(step.site.node, step.site.path)
         code = self.i.ctx.code_of(step.site.node)
         related = (
@@ -150,13 +191,13 @@ class TrainingLoop:
         )
         return PendingWrite(
             Form.OPTIMIZER_STEP,
-            Site(taken[0], snapshot.origin) if taken is not None else step.site,
+            Site(located[0], taken) if located is not None else step.site,
             f"`{code}` rewrites",
-            self.i.ctx.code_of(snapshot.origin),
+            self.i.ctx.code_of(taken),
             step.condition,
             related,
-            held=snapshot.storages,
-            advice="keep a copy: `copy.deepcopy(model.state_dict())`",
+            held=held,
+            advice=advice,
         )
 
 

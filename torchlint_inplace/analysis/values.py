@@ -234,6 +234,9 @@ class Module:
     # What the tensors it was built with were computed through (`ModelOutput(logits=h)`): an
     # object returned or handed on carries them along.
     graph: frozenset[int] = field(default=frozenset(), compare=False, hash=False)
+    # The `copy.copy(model)` that made this object: another module on the same parameters, which
+    # a step over this one's rewrites under the original's holders.
+    copied: cst.CSTNode | None = field(default=None, compare=False, hash=False)
 
     @property
     def is_container(self) -> bool:
@@ -243,22 +246,26 @@ class Module:
         return next((value for key, value in self.config if key == name), None)
 
     def own_storages(self, storages: frozenset[int]) -> frozenset[int]:
-        """The instance's parameter storages as this object's (see `renamed`)."""
+        """The instance's parameter and buffer storages as this object's (see `renamed`)."""
         if not self.renamed:
             return storages
         names = dict(self.renamed)
         return frozenset(names.get(storage, storage) for storage in storages)
 
     def owned(self, value: Value) -> Value:
-        """A submodule this object's attribute holds, as this object's: `model.head.parameters()`
-        names the parameters `model(x)` saved."""
-        if not self.renamed or not isinstance(value, Module) or not value.params:
+        """A submodule or tensor this object's attribute holds, as this object's:
+        `model.head.parameters()` names the parameters `model(x)` saved."""
+        if self.renamed and isinstance(value, Val) and value.is_tensor and value.items is None:
+            storages = self.own_storages(value.storages)
+            return value if storages == value.storages else replace(value, storages=storages)
+        if not self.renamed or not isinstance(value, Module) or not (value.params or value.renamed):
             return value
         names = dict(self.renamed)
         items = tuple(self.owned(item) for item in value.items) if value.items is not None else None
         if value.renamed:
             renamed = tuple((inner, names.get(outer, outer)) for inner, outer in value.renamed)
-            return replace(value, params=frozenset(new for _, new in renamed), renamed=renamed, items=items)
+            params = frozenset(names.get(outer, outer) for outer in value.params)
+            return replace(value, params=params, renamed=renamed, items=items)
         return replace(value, params=self.own_storages(value.params), items=items)
 
 
@@ -438,6 +445,35 @@ def _merged_alias(a: Val, b: Val) -> tuple[str | None, cst.CSTNode | None]:
     return a.hidden, a.origin or b.origin
 
 
+def deep_copied_module(module: Module) -> Module:
+    """What `copy.deepcopy(model)` returns: the same layers on parameters and buffers of their
+    own (one per storage, as the copied ones were shared), a new object."""
+    fresh: dict[int, int] = {}
+
+    def new(storage: int) -> int:
+        return fresh.setdefault(storage, fresh_id())
+
+    def copy(item: Module) -> Module:
+        items = (
+            tuple(copy(inner) if isinstance(inner, Module) else inner for inner in item.items)
+            if item.items is not None
+            else None
+        )
+        renamed = item.renamed
+        if item.instance is not None and not renamed:  # the instance's own storages, as built
+            renamed = tuple((storage, storage) for storage in sorted(item.instance.owned))
+        return replace(
+            item,
+            ident=fresh_id(),
+            params=frozenset(map(new, item.params)),
+            renamed=tuple((inner, new(outer)) for inner, outer in renamed),
+            items=items,
+            copied=None,
+        )
+
+    return copy(module)
+
+
 def deep_copied(value: Value, origin: cst.CSTNode) -> Value | None:
     """What `copy.deepcopy(value)` returns: the same tuples, lists and dicts holding new tensors
     that alias nothing (one per storage: tensors that shared memory share their copy's), with
@@ -493,6 +529,39 @@ def as_integer(value: Value) -> Value:
 def is_project_object(value: Value | None) -> TypeGuard[Module]:
     """An instance of a project class (a registry, a memory, a model)."""
     return isinstance(value, Module) and value.instance is not None
+
+
+def object_slot(held: Module, attr: str) -> str:
+    """The name under which a run holds an attribute an object's method changed where no name
+    held the object (a forward hook's, called inside the model): handed up to the callers
+    (`Summary.outer`), where the names holding the object see it (`slot_of_object`)."""
+    return f"{OUTER}{_object_ident(held)}.{attr}"
+
+
+def _object_ident(held: Module) -> str:
+    """An object as its value (`Module.ident`, kept as its attributes change) and as the instance
+    it was built as: a hook `__init__` registers (`m.register_forward_hook(self.hook_fn)`) is
+    bound to the `self` of the construction, which the caller holds as another value."""
+    return f"#{held.ident}#{id(held.instance)}"
+
+
+def is_object(value: Value, ident: str) -> bool:
+    """Whether `value` is the object `ident` (`_object_ident`) names."""
+    _, value_ident, instance = ident.split("#")
+    return any(
+        isinstance(option, Module)
+        and (str(option.ident) == value_ident or (option.instance is not None and str(id(option.instance)) == instance))
+        for _, option in options_of(value)
+    )
+
+
+def slot_of_object(env: dict[str, Value], held: Value, attr: str) -> str | None:
+    """The `object_slot` in `env` holding `attr` of the object `held`, if a method changed it."""
+    prefix, suffix = OUTER + "#", "." + attr
+    for name in env:
+        if name.startswith(prefix) and name.endswith(suffix) and is_object(held, name[len(OUTER) : -len(suffix)]):
+            return name
+    return None
 
 
 def is_container(value: Value) -> bool:
