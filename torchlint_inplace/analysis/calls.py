@@ -1612,12 +1612,11 @@ class CallEvaluator:
         owners = {name}
         plain = name.removeprefix(OUTER)
         ident, _, attr = plain.partition(".")
-        if attr and ident.startswith("#"):
-            holders = [other for other, held in state.env.items() if is_object(held, ident)]
-            for holder in holders:
-                state.env[f"{holder}.{attr}"] = value
-                owners.add(f"{holder}.{attr}")
-        elif (
+        by_object = bool(attr) and ident.startswith("#")
+        for holder in (other for other, held in list(state.env.items()) if by_object and is_object(held, ident)):
+            state.env[f"{holder}.{attr}"] = value
+            owners.add(f"{holder}.{attr}")
+        if not by_object and (
             self.i.recorder is None
             and isinstance(value, (Val, DictVal))
             and is_container(state.env.get(plain, NOT_TENSOR))
@@ -1656,17 +1655,26 @@ class CallEvaluator:
             for name in updates:
                 state.env.pop(f"{owner}.{name}", None)  # what this run bound before the call is older now
             return
-        for name, value in updates.items():
-            if tensors_in(value):
-                state.env[object_slot(bound, name)] = value
+        self.hand_up(bound, updates, state)
 
     def update_enclosed(self, held: Module, updates: dict[str, Value], state: State) -> None:
         """`_register`, the function `register_module()` hands a class decorator: what a nested
-        function does to its method's `self` is done to that object wherever the caller holds it."""
+        function does to its method's `self` is done to that object wherever the caller holds it;
+        where nothing here holds it (a hook a method made, run inside the model), up to the
+        callers that do."""
         changed = _with_attrs(held, updates)
-        for name, value in list(state.env.items()):
-            if isinstance(value, Module) and value.ident == held.ident:
-                state.env[name] = changed
+        holders = [name for name, value in state.env.items() if isinstance(value, Module) and value.ident == held.ident]
+        for name in holders:
+            state.env[name] = changed
+        if not holders:
+            self.hand_up(held, updates, state)
+
+    def hand_up(self, held: Module, updates: dict[str, Value], state: State) -> None:
+        """The attributes a method changed, of an object no name holds here, that hold tensors:
+        kept under `object_slot` for the callers holding the object (`hand_back`)."""
+        for name, value in updates.items():
+            if tensors_in(value):
+                state.env[object_slot(held, name)] = value
 
     def materialize(
         self,

@@ -441,7 +441,11 @@ class Engine:
         for name in sorted(ctx.words(node.body).names if nested else ctx.filled(node)):
             if name in binding.values:
                 continue
-            if here and name in state.env and (nested or is_container(state.env[name])):
+            if _other_object(enclosed.get(name), state.env.get(name)):
+                # the object a hook a method made closes over (`self.activations[name] = output`),
+                # called inside the model, where `self` is the model
+                binding.values[name], binding.exprs[name] = enclosed[name], None
+            elif here and name in state.env and (nested or is_container(state.env[name])):
                 binding.values[name], binding.exprs[name] = state.env[name], cst.Name(name)
             elif name in enclosed or (name in ctx.assignments and name in ctx.filled(node)):
                 value = enclosed[name] if name in enclosed else self.global_value(ctx, name)
@@ -1051,6 +1055,18 @@ def _abstract(value: Value, coarse: bool = False) -> object:
 def _configuration(name: str, value: Value) -> Value:
     """A parameter's evaluated default: a constant is a `Sym` that knows it."""
     return Sym(name, Const(value.value)) if isinstance(value, Const) else value
+
+
+def _other_object(closed: Value | None, here: Value | None) -> bool:
+    """Whether a function closed over a project object that the scope calling it names by the
+    same name as another one."""
+    return (
+        isinstance(closed, Module)
+        and closed.instance is not None
+        and isinstance(here, Module)
+        and here.ident != closed.ident
+        and here.instance is not closed.instance
+    )
 
 
 def _files_held(values: Iterable[Value | None]) -> frozenset[str]:

@@ -1297,9 +1297,10 @@ class FunctionInterpreter:
 
     def eval_name(self, expr: cst.Name, state: State) -> Value:
         name = expr.value
-        if name not in state.env and OUTER + name in state.env:
+        if OUTER + name in state.env and (name not in state.env or name in self.ctx.declared_global):
             # A module-level list or dict a callee filled (`activation[name] = output` in a
-            # forward hook, during `model(x)`): this function reads what it holds now.
+            # forward hook, during `model(x)`): this function reads what it holds now, also
+            # where it bound it (`global activations; activations = {}`).
             name = OUTER + name
         self.read(name, expr, state)
         if name in state.env:

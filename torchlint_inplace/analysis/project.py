@@ -77,6 +77,9 @@ class FileContext:
     # Module-level bindings other than defs, classes and imports: name -> the value expression
     # last assigned to it at top level (read lazily by functions of the file).
     assignments: dict[str, cst.BaseExpression] = field(default_factory=dict)
+    # Names functions declare `global` (`global activations` in the method that resets the dict
+    # its hooks fill): a function binding one binds the module's.
+    declared_global: frozenset[str] = frozenset()
     # Module-level `Class.attribute = value` (`FeatureExtractor.handle_class = Handle` after
     # both classes): the class attribute every instance reads, over the class body's.
     class_assignments: dict[tuple[str, str], cst.BaseExpression] = field(default_factory=dict)
@@ -294,11 +297,19 @@ def index_module(path: str, module: cst.Module) -> FileContext:
     imports = Imports()
     classes: list[tuple[cst.ClassDef, cst.ClassDef | None]] = []
     functions: list[tuple[cst.FunctionDef, cst.ClassDef | None]] = []
+    declared: set[str] = set()  # names a function declares `global`
+    assigned_in_functions: dict[str, cst.BaseExpression] = {}  # what such a name was first given
     for node, owner in statements(module.body):
         if isinstance(node, cst.SimpleStatementLine):
             for small in node.body:
                 if isinstance(small, (cst.Import, cst.ImportFrom)):
                     imports.add(small)
+                elif isinstance(small, cst.Global):
+                    declared.update(item.name.value for item in small.names)
+                elif isinstance(small, cst.Assign) and declared:
+                    for target in small.targets:
+                        if isinstance(target.target, cst.Name) and target.target.value in declared:
+                            assigned_in_functions.setdefault(target.target.value, small.value)
         elif isinstance(node, cst.ClassDef):
             classes.append((node, owner))
         elif isinstance(node, cst.FunctionDef):
@@ -336,6 +347,9 @@ def index_module(path: str, module: cst.Module) -> FileContext:
             elif isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
                 for alias in small.names:
                     ctx.assignments.pop(bound_name(alias), None)  # imported again: the import holds
+    for name, value in assigned_in_functions.items():
+        ctx.assignments.setdefault(name, value)  # `global activations; activations = {}` in a method
+    ctx.declared_global = frozenset(declared)
     _index_registrations(ctx)
     ctx.mutated = frozenset(_mutated_at_top_level(module.body)) | (_receivers(ctx) & ctx.assignments.keys())
     return ctx
