@@ -390,7 +390,15 @@ class FunctionInterpreter:
 
     def exec_small(self, small: cst.BaseSmallStatement, state: State) -> State:
         if type(small) is cst.Assign:
-            value = self.eval(small.value, state)
+            # `view = out` takes a second name for a rewritten tensor and reads none of its values
+            # (torch's `out_narrow_view = out`, then narrowed and written, once per shard); stored
+            # in a dict or list (`item['img_orig'] = img`) it is kept to be read as it was
+            renamed = (
+                type(small.value) is cst.Name
+                and small.value.value in state.stale
+                and all(type(target.target) is cst.Name for target in small.targets)
+            )
+            value = self.peek(small.value, state) if renamed else self.eval(small.value, state)
             for target in small.targets:
                 self.assign(target.target, value, state, small)
         elif type(small) is cst.AnnAssign:
@@ -1803,7 +1811,12 @@ class FunctionInterpreter:
                     # and a list or dict of another scope was filled to be read there (a forward
                     # hook's `activation[name] = output.detach()` under `torch.no_grad()`).
                     _stale(state, name, replace(pending, held=target.storages))
-        elif isinstance(target_expr, cst.Name) and not target.fresh_buffer and target_expr.value not in self.loop_names:
+        elif (
+            isinstance(target_expr, cst.Name)
+            and not target.fresh_buffer
+            and not target.opaque  # what an unseen call returned may be a number (`new_idx += 1`)
+            and target_expr.value not in self.loop_names
+        ):
             # `total = loss` then `total += reg`: one tensor under two names, and a later read of
             # the other name sees the sum. (Through a view, `v = out[1:]`, is how a part of a
             # tensor is meant to change: a view is another object, and is left alone. So is a
