@@ -50,6 +50,18 @@ TIMEOUT_S = 10.0
 # Lines --confirm cannot run as their drivers do (hazards it cannot prove, look-alikes it cannot
 # build or feed), by a piece of their text, and why.
 UNPROVABLE = {
+    "self.relu = nn.ReLU(inplace=True)  # expect: TIP004": (
+        "the reader is an attribute of a hook object the caller registers (`saver.outputs`): --confirm runs the"
+        " module without the hook"
+    ),
+    "x[ids] = x[ids] + h  # expect: TIP002": (
+        "the rows written are picked by `ids`, an index tensor of the caller's: --confirm synthesises float inputs,"
+        " and the write fails on them before it could rewrite ReLU's result"
+    ),
+    "self.epsilon_weight.normal_()  # expect: TIP007": (
+        "the redraw breaks only a second call of the network before one backward (the loss runs it twice): --confirm"
+        " runs the layer once per backward"
+    ),
     "self.stored_relu = nn.ReLU(inplace=True)  # expect: TIP004": (
         "the reader is a module-level dict a forward hook fills, registered by the caller: --confirm runs the module"
         " without the hook"
