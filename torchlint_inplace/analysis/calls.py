@@ -1388,6 +1388,8 @@ class CallEvaluator:
         # names its own.
         owner = collapse(bound) if bound is not None else None
         own = owner.own_storages if isinstance(owner, Module) and not _same_self(owner, state) else _unchanged
+        module_call = ref.node.name.value == "forward" and ref.cls is not None
+        called = ref.node.name.value in ("forward", "__call__") and ref.cls is not None  # the object itself
         for write in summary.writes if apply_writes else ():
             value = collapse(resolve(write.slot))
             if not is_tensor_val(value):
@@ -1396,8 +1398,6 @@ class CallEvaluator:
             if write.hidden is not None:
                 value = value.detached(write.hidden)
             argument = exprs[_argument(write.slot)] if _argument(write.slot) < len(exprs) else None
-            module_call = ref.node.name.value == "forward" and ref.cls is not None
-            called = ref.node.name.value in ("forward", "__call__") and ref.cls is not None  # the object itself
             attribute = _attribute_written(write.slot, call, binding, argument, self.i.ctx, called)
             if attribute is not None:
                 # The callee ran on the object itself and reported what the tensor is (a leaf, an
@@ -1613,10 +1613,11 @@ class CallEvaluator:
         plain = name.removeprefix(OUTER)
         ident, _, attr = plain.partition(".")
         by_object = bool(attr) and ident.startswith("#")
-        for holder in (other for other, held in list(state.env.items()) if by_object and is_object(held, ident)):
-            state.env[f"{holder}.{attr}"] = value
-            owners.add(f"{holder}.{attr}")
-        if not by_object and (
+        if by_object:
+            holders = [f"{other}.{attr}" for other, held in state.env.items() if is_object(held, ident)]
+            state.env.update(dict.fromkeys(holders, value))
+            owners.update(holders)
+        elif (
             self.i.recorder is None
             and isinstance(value, (Val, DictVal))
             and is_container(state.env.get(plain, NOT_TENSOR))
@@ -1641,13 +1642,14 @@ class CallEvaluator:
         hands the tensors its attributes took up to the callers that hold it (`object_slot`)."""
         if not isinstance(bound, Module) or bound.instance is None:
             return
-        receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+        called = dotted(call.func)  # `saver(...)`: the object itself
+        receiver = dotted(call.func.value) if isinstance(call.func, cst.Attribute) else None
         attrs = bound.instance.attrs
-        for owner in (dotted(call.func), dotted(receiver) if receiver is not None else None):
+        for owner in (called, receiver):
             if owner is None:
                 continue
             # a module-level name (`ACTIVATION_LAYERS`) is the caller's from now on
-            held = state.env.get(owner, bound if "." not in owner and owner != dotted(call.func) else None)
+            held = state.env.get(owner, bound if "." not in owner and owner != called else None)
             if not isinstance(held, Module) or (held.instance is not bound.instance and held.ident != bound.ident):
                 continue
             if not all(name in attrs and attrs[name] == value for name, value in updates.items()):

@@ -163,7 +163,7 @@ def multi_view_reason(path: str, method: str, found: Located) -> Reason:
     )
 
 
-def stale_reason(path: str, name: str, read_at: Span, held: bool, advice: str, kept: str = "the same tensor") -> Reason:
+def stale_reason(path: str, name: str, read_at: Span, held: bool, advice: str, kept: str) -> Reason:
     refers = "holds" if held else "refers to"
     return Reason(
         f"`{name}` still {refers} {kept} and is read again at line {read_at.start.line}, where it silently sees the modified values",

@@ -819,17 +819,14 @@ def _find_imported_file(ctx: FileContext, local: str) -> tuple[Path, str] | None
     here = Path(ctx.path).parent
     if local in ctx.imports.relative:
         level, module, name = ctx.imports.relative[local]
-        base = here
-        for _ in range(level - 1):
-            base = base.parent
-        return _module_file(base, module, name)
+        return _module_file(_import_bases(here, level)[0], module, name)
     qualname = ctx.imports.aliases.get(local)
     if qualname is None:
         return _star_imported_file(ctx, local)
     if is_torch(qualname):
         return None
     module, _, name = qualname.rpartition(".")
-    for base in absolute_import_bases(here):
+    for base in _import_bases(here, 0):
         found = _module_file(base, module, name)
         if found is not None:
             return found
@@ -843,16 +840,28 @@ def _star_imported_file(ctx: FileContext, local: str) -> tuple[Path, str] | None
         return None  # a star import leaves private names out
     here = Path(ctx.path).parent
     for level, module in reversed(ctx.imports.stars):
-        if level:
-            bases = [here.parents[level - 2] if level > 1 else here]
-        else:
-            bases = absolute_import_bases(here)
-        for base in bases:
-            folder = base.joinpath(*module.split(".")) if module else base
-            for candidate in (folder.with_suffix(".py"), folder / "__init__.py"):
-                if candidate.is_file() and local in _attributes_bound(candidate):
-                    return candidate, local
+        for base in _import_bases(here, level):
+            found = _own_file(base.joinpath(*module.split(".")) if module else base)
+            if found is not None and local in _attributes_bound(found):
+                return found, local
     return None
+
+
+def _import_bases(here: Path, level: int) -> list[Path]:
+    """Where an import of `level` dots (0: absolute) made in the folder `here` looks."""
+    if not level:
+        return absolute_import_bases(here)
+    base = here
+    for _ in range(level - 1):
+        base = base.parent
+    return [base]
+
+
+def _own_file(folder: Path) -> Path | None:
+    """The file of the module `folder` names: `folder.py`, else the package's `__init__.py`."""
+    return next(
+        (candidate for candidate in (folder.with_suffix(".py"), folder / "__init__.py") if candidate.is_file()), None
+    )
 
 
 def absolute_import_bases(here: Path) -> list[Path]:
@@ -878,11 +887,8 @@ def _module_file(base: Path, module: str, name: str) -> tuple[Path, str] | None:
             if name in _attributes_bound(package):  # `from .TransE import TransE` in it: the class
                 return package, name
             return candidate, ""
-    if module:
-        for candidate in (folder.with_suffix(".py"), folder / "__init__.py"):
-            if candidate.is_file():
-                return candidate, name
-    return None
+    own = _own_file(folder) if module else None
+    return (own, name) if own is not None else None
 
 
 def _attributes_bound(package: Path) -> frozenset[str]:

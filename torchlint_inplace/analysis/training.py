@@ -153,16 +153,13 @@ class TrainingLoop:
                     and name not in state.stale
                 ):
                     assert copy.copied is not None
-                    shares = f"the parameters `{self.i.ctx.code_of(copy.copied)}` shares"
-                    state.stale[name] = replace(
-                        self.rewritten_under(
-                            copy.copied,
-                            step,
-                            frozenset(),
-                            "`copy.deepcopy(...)` it: `copy.copy` of a module shares its parameters",
-                        ),
-                        kept=shares,
+                    pending = self.rewritten_under(
+                        copy.copied,
+                        step,
+                        frozenset(),
+                        "`copy.deepcopy(...)` it: `copy.copy` of a module shares its parameters",
                     )
+                    state.stale[name] = replace(pending, kept=f"the parameters `{pending.written}` shares")
 
     def snapshot_rewritten(self, kept: list[Val], step: Step) -> PendingWrite:
         """The write a read of a kept `state_dict()` reports, at the `state_dict()` call a fix
